@@ -1,0 +1,46 @@
+"""Canonical values and instants: the one place where money and time become text.
+
+Money never passes through floating point: raw text -> ``Decimal`` -> half-up to 3 places.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
+
+THREE_PLACES = Decimal("0.001")
+_DECIMAL_TEXT = re.compile(r"[+-]?(\d+)(?:\.(\d+))?")
+
+
+def canonical_rate(raw: str) -> str:
+    """Round a raw decimal text half-up to exactly three decimals, as text.
+
+    >>> canonical_rate("3.36")
+    '3.360'
+    >>> canonical_rate("3.35914285714286")
+    '3.359'
+    """
+    if not _DECIMAL_TEXT.fullmatch(raw):
+        raise ValueError(f"not a plain decimal number: {raw!r}")
+    return str(Decimal(raw).quantize(THREE_PLACES, rounding=ROUND_HALF_UP))
+
+
+def decimal_places(raw: str) -> int:
+    """Number of digits after the decimal point of a plain decimal text."""
+    match = _DECIMAL_TEXT.fullmatch(raw)
+    if not match:
+        raise ValueError(f"not a plain decimal number: {raw!r}")
+    return len(match.group(2) or "")
+
+
+def utc_timestamp(instant: datetime) -> str:
+    """ISO-8601 UTC with microseconds and ``Z``: ``2026-09-20T13:05:00.000000Z``."""
+    if instant.tzinfo is None:
+        raise ValueError("naive datetime: an instant needs a time zone")
+    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_utc_timestamp(text: str) -> datetime:
+    """Inverse of :func:`utc_timestamp`."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

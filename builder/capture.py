@@ -1,0 +1,437 @@
+"""A capture run: fetch a source, record what it said (or how it failed) as one revision.
+
+fetch -> store the bytes (content-addressed, fsynced) -> parse -> one registry transaction with
+the execution, the evidence, the observation(s) and their events -> alerts. A failure is recorded
+with its evidence and an event carrying the expected date, never dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Sequence
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from builder import faults
+from builder.alerts import Alert, AlertStore
+from builder.business_days import today_in_lima
+from builder.canonical import utc_timestamp
+from builder.fetch import FetchFailure, HttpExchange, fetch
+from builder.plausibility import plausibility_reasons
+from builder.registry.blobs import BlobStore
+from builder.registry.records import Event, Evidence, Execution, Observation
+from builder.registry.store import Registry, WriteTransaction
+from builder.settings import Settings
+from builder.sources import taxauth_txt
+from builder.sources.common import InvariantError, ParsedRate, SourceFormatError
+
+MONEDA = "USD"
+# Worst first: the run's outcome is the worst of its dates' outcomes.
+OUTCOME_SEVERITY = ("fallo", "correccion", "nueva", "identica")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SourceSpec:
+    """Who a source is in the registry: its ``fuente``, series and parser version."""
+
+    fuente: str
+    serie: str
+    version_parser: str
+    moneda: str = MONEDA
+
+
+TAXAUTH_TXT = SourceSpec(taxauth_txt.FUENTE, taxauth_txt.SERIE, taxauth_txt.PARSER_VERSION)
+
+
+@dataclasses.dataclass(slots=True)
+class Stores:
+    """The stores a write touches: the registry, the evidence blobs and the alerts."""
+
+    registry: Registry
+    blobs: BlobStore
+    alerts: AlertStore
+
+    @classmethod
+    def open(cls, home: Path) -> Stores:
+        return cls(Registry.open(home), BlobStore(home / "evidence"), AlertStore.open(home))
+
+    def close(self) -> None:
+        self.registry.close()
+        self.alerts.close()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DateOutcome:
+    fecha_serie: str
+    serie: str
+    outcome: str
+    observacion_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CaptureResult:
+    revision: int | None
+    outcome: str
+    observacion_id: str | None
+    observaciones: tuple[DateOutcome, ...]
+    alertas: tuple[Alert, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        alerts = [alert.to_json() for alert in self.alertas]
+        return {
+            "revision": self.revision,
+            "outcome": self.outcome,
+            "observacion_id": self.observacion_id,
+            "observaciones": [item.to_json() for item in self.observaciones],
+            "alerta": alerts[0] if alerts else None,
+            "alertas": alerts,
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Run:
+    """One execution: its id, its instant, and the source it reads."""
+
+    spec: SourceSpec
+    now: datetime
+    ejecucion_id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
+
+    @property
+    def stamp(self) -> str:
+        return utc_timestamp(self.now)
+
+    @property
+    def today_lima(self) -> date:
+        return today_in_lima(self.now)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Recorded:
+    """What recording one date produced, and the data alerts it calls for after commit."""
+
+    outcome: DateOutcome
+    implausible: list[dict[str, Any]]
+
+
+def worst_outcome(outcomes: Sequence[str]) -> str:
+    return min(outcomes, key=OUTCOME_SEVERITY.index)
+
+
+# -- the tax authority's text file --------------------------------------------------------
+
+
+def capture_taxauth_txt(
+    stores: Stores,
+    settings: Settings,
+    now: datetime,
+    url: str | None = None,
+    session: requests.Session | None = None,
+) -> CaptureResult:
+    """One capture run of the tax authority's text file."""
+    url = url or settings.taxauth_url
+    run = Run(TAXAUTH_TXT, now)
+    expected = run.today_lima
+    try:
+        exchange = fetch(
+            url, max_body_bytes=settings.max_body_bytes, proxy=settings.proxy, session=session
+        )
+    except FetchFailure as failure:
+        return record_failure(
+            stores,
+            run,
+            failure.alert_type,
+            failure.message,
+            failure.exchange,
+            f"GET {url}",
+            [expected],
+        )
+    faults.crash_point("after_fetch")
+    try:
+        rate = taxauth_txt.parse_taxauth_txt(exchange.body, expected)
+    except (SourceFormatError, InvariantError) as error:
+        return record_failure(
+            stores,
+            run,
+            error.alert_type,
+            str(error),
+            exchange,
+            exchange.identidad_consulta,
+            [expected],
+        )
+    return record_rates(stores, settings, run, exchange, [rate])
+
+
+# -- recording ----------------------------------------------------------------------------
+
+
+def store_evidence(
+    stores: Stores,
+    tx: WriteTransaction,
+    run: Run,
+    body: bytes,
+    exchange: HttpExchange | None,
+    identidad_consulta: str,
+    content_type: str | None = None,
+) -> Evidence:
+    """Insert the evidence row of ``body``, whose bytes must already be in the blob store."""
+    sha256 = stores.blobs.sha256_of_stored(body)
+    return tx.add(
+        Evidence(
+            id=str(uuid.uuid4()),
+            revision=tx.revision,
+            ejecucion_id=run.ejecucion_id,
+            sha256=sha256,
+            size=len(body),
+            content_type=content_type
+            or (exchange.content_type if exchange else "application/octet-stream"),
+            http_status=exchange.status if exchange else None,
+            http_reason=exchange.reason if exchange else None,
+            headers=[list(pair) for pair in exchange.headers] if exchange else [],
+            identidad_consulta=identidad_consulta,
+            capturado_en=run.stamp,
+            truncated=exchange.truncated if exchange else False,
+        )
+    )
+
+
+def add_event(
+    tx: WriteTransaction,
+    run: Run,
+    tipo: str,
+    evidence: Evidence,
+    *,
+    observacion_id: str | None,
+    fecha_serie: str | None,
+    detalle: dict[str, Any],
+) -> Event:
+    return tx.add(
+        Event(
+            id=str(uuid.uuid4()),
+            revision=tx.revision,
+            seq=tx.next_seq(),
+            tipo=tipo,
+            ts=run.stamp,
+            ejecucion_id=run.ejecucion_id,
+            evidencia_id=evidence.id,
+            observacion_id=observacion_id,
+            fuente=run.spec.fuente,
+            moneda=run.spec.moneda,
+            serie=run.spec.serie,
+            fecha_serie=fecha_serie,
+            detalle=detalle,
+        )
+    )
+
+
+def record_failure(
+    stores: Stores,
+    run: Run,
+    alert_type: str,
+    message: str,
+    exchange: HttpExchange | None,
+    identidad_consulta: str,
+    expected_dates: Sequence[date],
+) -> CaptureResult:
+    """Record a failed run: its evidence (zero bytes if nothing arrived), one event per date."""
+    body = exchange.body if exchange else b""
+    spec = run.spec
+    stores.blobs.put(body)
+    faults.crash_point("after_blob_write")
+    with stores.registry.write("captura", run.now) as tx:
+        evidence = store_evidence(stores, tx, run, body, exchange, identidad_consulta)
+        for expected in expected_dates:
+            add_event(
+                tx,
+                run,
+                alert_type,
+                evidence,
+                observacion_id=None,
+                fecha_serie=expected.isoformat(),
+                detalle={
+                    "mensaje": message,
+                    "fecha_esperada": expected.isoformat(),
+                    "sha256": evidence.sha256,
+                    "http_status": evidence.http_status,
+                },
+            )
+        tx.add(_execution(tx, run, "fallo", {"tipo": alert_type, "mensaje": message}))
+        tx.summary = {"fuente": spec.fuente, "outcome": "fallo", "tipo": alert_type}
+    alert = stores.alerts.raise_alert(
+        alert_type,
+        run.now,
+        fuente=spec.fuente,
+        detalle={
+            "mensaje": message,
+            "revision": tx.revision,
+            "ejecucion_id": run.ejecucion_id,
+            "evidencia_id": evidence.id,
+            "fecha_esperada": [d.isoformat() for d in expected_dates],
+        },
+    )
+    outcomes = tuple(DateOutcome(d.isoformat(), spec.serie, "fallo", None) for d in expected_dates)
+    return CaptureResult(tx.revision, "fallo", None, outcomes, (alert,))
+
+
+def record_rates(
+    stores: Stores,
+    settings: Settings,
+    run: Run,
+    exchange: HttpExchange,
+    rates: Sequence[ParsedRate],
+) -> CaptureResult:
+    """Record a successful run: one revision holding every date's observation and events."""
+    recorded: list[Recorded] = []
+    stores.blobs.put(exchange.body)
+    faults.crash_point("after_blob_write")
+    with stores.registry.write("captura", run.now) as tx:
+        evidence = store_evidence(
+            stores, tx, run, exchange.body, exchange, exchange.identidad_consulta
+        )
+        for rate in rates:
+            recorded.append(
+                record_rate(stores.registry, tx, run, evidence, rate, settings.plausibility_pct)
+            )
+        outcome = worst_outcome([r.outcome.outcome for r in recorded])
+        tx.add(_execution(tx, run, outcome, {"fechas": len(recorded)}))
+        tx.summary = {"fuente": run.spec.fuente, "outcome": outcome, "fechas": len(recorded)}
+    alerts = stores.alerts.resolve_source_failures(run.spec.fuente, run.now)
+    for item in recorded:
+        if item.implausible:
+            alerts.append(
+                stores.alerts.raise_alert(
+                    "plausibilidad_baja",
+                    run.now,
+                    fuente=run.spec.fuente,
+                    fecha_serie=item.outcome.fecha_serie,
+                    detalle={
+                        "observacion_id": item.outcome.observacion_id,
+                        "revision": tx.revision,
+                        "motivos": item.implausible,
+                    },
+                )
+            )
+    single = recorded[0].outcome.observacion_id if len(recorded) == 1 else None
+    return CaptureResult(
+        tx.revision, outcome, single, tuple(r.outcome for r in recorded), tuple(alerts)
+    )
+
+
+def record_rate(
+    registry: Registry,
+    tx: WriteTransaction,
+    run: Run,
+    evidence: Evidence,
+    rate: ParsedRate,
+    threshold_pct: Decimal,
+) -> Recorded:
+    """Record one date's values: identical re-capture, new observation or correction."""
+    spec = run.spec
+    fecha = rate.fecha_serie.isoformat()
+    current = registry.valid_observation(spec.moneda, spec.serie, fecha)
+    if (
+        current is not None
+        and current.fuente == spec.fuente
+        and (current.compra, current.venta) == (rate.compra, rate.venta)
+    ):
+        add_event(
+            tx,
+            run,
+            "recaptura_identica",
+            evidence,
+            observacion_id=current.id,
+            fecha_serie=fecha,
+            detalle={"sha256": evidence.sha256},
+        )
+        return Recorded(DateOutcome(fecha, spec.serie, "identica", current.id), [])
+
+    observation = tx.add(
+        Observation(
+            id=str(uuid.uuid4()),
+            revision_creada=tx.revision,
+            moneda=spec.moneda,
+            serie=spec.serie,
+            fecha_serie=fecha,
+            compra=rate.compra,
+            venta=rate.venta,
+            compra_cruda=rate.compra_cruda,
+            venta_cruda=rate.venta_cruda,
+            fuente=spec.fuente,
+            identidad_consulta=evidence.identidad_consulta,
+            fragmento=rate.fragmento,
+            version_parser=spec.version_parser,
+            capturado_en=run.stamp,
+            ejecucion_id=run.ejecucion_id,
+            evidencia_id=evidence.id,
+            supersedes=current.id if current else None,
+        )
+    )
+    add_event(
+        tx,
+        run,
+        "capturada",
+        evidence,
+        observacion_id=observation.id,
+        fecha_serie=fecha,
+        detalle={"compra": rate.compra, "venta": rate.venta, "sha256": evidence.sha256},
+    )
+    # A direct observation replacing an import is new data, not a correction of the source.
+    is_correction = current is not None and current.fuente == spec.fuente
+    if current is not None:
+        if is_correction:
+            add_event(
+                tx,
+                run,
+                "correccion",
+                evidence,
+                observacion_id=observation.id,
+                fecha_serie=fecha,
+                detalle={
+                    "supersede": current.id,
+                    "anterior": {"compra": current.compra, "venta": current.venta},
+                },
+            )
+        add_event(
+            tx,
+            run,
+            "supersedida",
+            evidence,
+            observacion_id=current.id,
+            fecha_serie=fecha,
+            detalle={"superseded_por": observation.id},
+        )
+    previous = registry.previous_valid_observation(spec.moneda, spec.serie, fecha)
+    reasons = plausibility_reasons(
+        rate.fecha_serie, rate.compra, rate.venta, previous, run.today_lima, threshold_pct
+    )
+    if reasons:
+        add_event(
+            tx,
+            run,
+            "plausibilidad_baja",
+            evidence,
+            observacion_id=observation.id,
+            fecha_serie=fecha,
+            detalle={"motivos": reasons},
+        )
+    outcome = "correccion" if is_correction else "nueva"
+    return Recorded(DateOutcome(fecha, spec.serie, outcome, observation.id), reasons)
+
+
+def _execution(tx: WriteTransaction, run: Run, outcome: str, detalle: dict[str, Any]) -> Execution:
+    return Execution(
+        id=run.ejecucion_id,
+        revision=tx.revision,
+        kind="capture",
+        fuente=run.spec.fuente,
+        started_at=run.stamp,
+        outcome=outcome,
+        detalle=detalle,
+    )

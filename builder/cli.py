@@ -1,0 +1,125 @@
+"""``fxev``: the operator's command line.
+
+Every command prints, as its last line on stdout, one JSON object; errors go to stderr as one
+line with a non-zero exit, and change nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from builder import clock
+from builder.alerts import AlertError
+from builder.capture import Stores, capture_taxauth_txt
+from builder.registry.verify import verify_registry
+from builder.settings import Settings, SettingsError, load_settings
+
+
+class CommandError(Exception):
+    """A command could not do what was asked; its message is the one line on stderr."""
+
+
+def emit(value: dict[str, Any]) -> None:
+    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+    sys.stdout.flush()
+
+
+def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
+    stores = Stores.open(settings.home)
+    try:
+        result = capture_taxauth_txt(stores, settings, clock.now(settings), url=args.url)
+    finally:
+        stores.close()
+    emit(result.to_json())
+    return 0
+
+
+def cmd_alerts_list(args: argparse.Namespace, settings: Settings) -> int:
+    stores = Stores.open(settings.home)
+    try:
+        alerts = stores.alerts.list(open_only=not args.all)
+    finally:
+        stores.close()
+    emit({"items": [alert.to_json() for alert in alerts]})
+    return 0
+
+
+def _alert_transition(name: str) -> Callable[[argparse.Namespace, Settings], int]:
+    def run(args: argparse.Namespace, settings: Settings) -> int:
+        stores = Stores.open(settings.home)
+        try:
+            move = stores.alerts.acknowledge if name == "ack" else stores.alerts.resolve
+            alert = move(args.id, args.actor, clock.now(settings))
+        except AlertError as error:
+            raise CommandError(str(error)) from None
+        finally:
+            stores.close()
+        emit(alert.to_json())
+        return 0
+
+    return run
+
+
+def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
+    stores = Stores.open(settings.home)
+    try:
+        head = stores.registry.head()
+        findings = verify_registry(stores.registry, stores.blobs)
+    finally:
+        stores.close()
+    blobs_bad = [f for f in findings if not f.startswith("chain break")]
+    chain_bad = [f for f in findings if f.startswith("chain break")]
+    print(f"evidence blobs: {'FAIL' if blobs_bad else 'ok'}")
+    for finding in blobs_bad:
+        print(f"  {finding}")
+    revisions = head.revision if head else 0
+    print(f"revision chain (1..{revisions}): {'FAIL' if chain_bad else 'ok'}")
+    for finding in chain_bad:
+        print(f"  {finding}")
+    emit({"ok": not findings, "revision": revisions, "findings": findings})
+    return 1 if findings else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fxev", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    capture = commands.add_parser("capture", help="one capture run of one source")
+    capture.add_argument("--source", choices=["taxauth_txt"], default="taxauth_txt")
+    capture.add_argument("--url", help="fetch this URL instead of the configured one")
+    capture.set_defaults(handler=cmd_capture)
+
+    alerts = commands.add_parser("alerts", help="alert lifecycle").add_subparsers(
+        dest="alerts_command", required=True
+    )
+    listing = alerts.add_parser("list", help="open alerts (abierta, reconocida)")
+    listing.add_argument("--all", action="store_true", help="include resolved alerts")
+    listing.set_defaults(handler=cmd_alerts_list)
+    for name, text in (("ack", "abierta -> reconocida"), ("resolve", "-> resuelta")):
+        move = alerts.add_parser(name, help=text)
+        move.add_argument("id")
+        move.add_argument("--actor", required=True)
+        move.set_defaults(handler=_alert_transition(name))
+
+    registry = commands.add_parser("registry", help="the registry").add_subparsers(
+        dest="registry_command", required=True
+    )
+    verify = registry.add_parser("verify", help="walk the hash chain and every evidence blob")
+    verify.set_defaults(handler=cmd_registry_verify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings(os.environ)
+        return args.handler(args, settings)
+    except (CommandError, SettingsError) as error:
+        print(f"fxev: {error}", file=sys.stderr)
+        return 1

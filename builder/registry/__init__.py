@@ -1,0 +1,1 @@
+"""The registry (revisioned SQLite store) and the content-addressed evidence blobs."""

@@ -1,0 +1,69 @@
+"""Evidence bytes, content-addressed by SHA-256 and deduplicated.
+
+A blob is written under a temporary name, fsynced, renamed into place and its folder fsynced
+*before* the registry row that points to it commits, so a crash can leave an orphan blob but
+never a row without its bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+
+class BlobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, sha256: str) -> Path:
+        return self.root / "sha256" / sha256[:2] / sha256
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` durably; return its bare hex SHA-256."""
+        sha256 = hashlib.sha256(data).hexdigest()
+        target = self.path(sha256)
+        if target.exists():
+            return sha256
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        fsync_dir(target.parent)
+        return sha256
+
+    def sha256_of_stored(self, data: bytes) -> str:
+        """The hash of ``data``, checking that it was stored first (rows never outrun bytes)."""
+        sha256 = hashlib.sha256(data).hexdigest()
+        if not self.path(sha256).is_file():
+            raise FileNotFoundError(f"evidence sha256:{sha256} must be stored before its row")
+        return sha256
+
+    def read(self, sha256: str) -> bytes:
+        return self.path(sha256).read_bytes()
+
+    def problem(self, sha256: str) -> str | None:
+        """Why the blob for ``sha256`` is not intact, or None when it is."""
+        path = self.path(sha256)
+        if not path.is_file():
+            return f"evidence blob sha256:{sha256} is missing ({path})"
+        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+        if actual != sha256:
+            return f"evidence blob sha256:{sha256} holds bytes hashing to sha256:{actual} ({path})"
+        return None
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

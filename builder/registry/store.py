@@ -1,0 +1,203 @@
+"""The registry on SQLite: revisioned, append-only, one transaction per revision.
+
+``Registry.write(kind, now)`` opens an immediate transaction, hands out the next revision number,
+collects the rows the caller inserts, then seals the revision with its chained hash and commits.
+Either the whole revision is there or none of it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from builder import faults
+from builder.canonical import parse_utc_timestamp, utc_timestamp
+from builder.registry.chain import GENESIS_HASH, revision_hash
+from builder.registry.records import (
+    DATA_TABLES,
+    TABLE_OF,
+    Event,
+    Evidence,
+    Observation,
+    Revision,
+    Table,
+    canonical_json,
+    from_row,
+    to_row,
+)
+
+REGISTRY_FILE = "registry.sqlite"
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
+
+
+class WriteTransaction:
+    """One revision being written. Records are inserted with ``add``; ``summary`` is free JSON."""
+
+    def __init__(self, conn: sqlite3.Connection, revision: int, ts_commit: str) -> None:
+        self.conn = conn
+        self.revision = revision
+        self.ts_commit = ts_commit
+        self.summary: dict[str, Any] = {}
+        self._seq = 0
+
+    def next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def add(self, record: Any) -> Any:
+        table = TABLE_OF[type(record)]
+        if getattr(record, table.revision_column) != self.revision:
+            raise ValueError(f"{table.name} row belongs to another revision")
+        row = to_row(record)
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.conn.execute(
+            f"INSERT INTO {table.name} ({columns}) VALUES ({marks})", tuple(row.values())
+        )
+        return record
+
+
+class Registry:
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, home: Path) -> Registry:
+        home.mkdir(parents=True, exist_ok=True)
+        path = home / REGISTRY_FILE
+        conn = connect(path)
+        conn.executescript(resources.files("builder.registry").joinpath("schema.sql").read_text())
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- writing -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write(self, kind: str, now: datetime) -> Iterator[WriteTransaction]:
+        """Write one revision: everything inside the block, or nothing."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            head = self.head()
+            number = 1 if head is None else head.revision + 1
+            instant = now if head is None else max(now, parse_utc_timestamp(head.ts_commit))
+            tx = WriteTransaction(self.conn, number, utc_timestamp(instant))
+            faults.crash_point("after_begin")
+            yield tx
+            faults.crash_point("before_seal")
+            self._seal(tx, kind, GENESIS_HASH if head is None else head.hash)
+            faults.crash_point("before_commit")
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        faults.crash_point("after_commit")
+
+    def _seal(self, tx: WriteTransaction, kind: str, prev_hash: str) -> None:
+        summary_json = canonical_json(tx.summary)
+        rows = {table.name: self.rows_of_revision(table, tx.revision) for table in DATA_TABLES}
+        digest = revision_hash(prev_hash, tx.revision, tx.ts_commit, kind, summary_json, rows)
+        self.conn.execute(
+            "INSERT INTO revisions (revision, ts_commit, kind, summary, prev_hash, hash)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (tx.revision, tx.ts_commit, kind, summary_json, prev_hash, digest),
+        )
+
+    def rows_of_revision(self, table: Table, revision: int) -> list[dict[str, Any]]:
+        cursor = self.conn.execute(
+            f"SELECT * FROM {table.name} WHERE {table.revision_column} = ? ORDER BY id",
+            (revision,),
+        )
+        return [dict(row) for row in cursor]
+
+    # -- reading -------------------------------------------------------------------------
+
+    def head(self) -> Revision | None:
+        row = self.conn.execute("SELECT * FROM revisions ORDER BY revision DESC LIMIT 1").fetchone()
+        return None if row is None else _revision(row)
+
+    def revision(self, number: int) -> Revision | None:
+        row = self.conn.execute("SELECT * FROM revisions WHERE revision = ?", (number,)).fetchone()
+        return None if row is None else _revision(row)
+
+    def observation(self, observation_id: str) -> Observation | None:
+        return self._one(Observation, "id = ?", (observation_id,))
+
+    def evidence(self, evidence_id: str) -> Evidence | None:
+        return self._one(Evidence, "id = ?", (evidence_id,))
+
+    def valid_observation(self, moneda: str, serie: str, fecha: str) -> Observation | None:
+        """The observation currently valid for a date: the one nothing supersedes."""
+        return self._one(
+            Observation,
+            "moneda = ? AND serie = ? AND fecha_serie = ? AND NOT EXISTS"
+            " (SELECT 1 FROM observations s WHERE s.supersedes = observations.id)",
+            (moneda, serie, fecha),
+        )
+
+    def previous_valid_observation(
+        self, moneda: str, serie: str, before: str
+    ) -> Observation | None:
+        """The valid observation of the series with the greatest earlier ``fecha_serie``."""
+        return self._one(
+            Observation,
+            "moneda = ? AND serie = ? AND fecha_serie < ? AND NOT EXISTS"
+            " (SELECT 1 FROM observations s WHERE s.supersedes = observations.id)"
+            " ORDER BY fecha_serie DESC",
+            (moneda, serie, before),
+        )
+
+    def successor(self, observation_id: str) -> Observation | None:
+        return self._one(Observation, "supersedes = ?", (observation_id,))
+
+    def events_of(self, observation_id: str) -> list[Event]:
+        return self._many(Event, "observacion_id = ? ORDER BY revision, seq", (observation_id,))
+
+    def events_of_revision(self, revision: int) -> list[Event]:
+        return self._many(Event, "revision = ? ORDER BY seq", (revision,))
+
+    def observations_of_revision(self, revision: int) -> list[Observation]:
+        return self._many(Observation, "revision_creada = ? ORDER BY id", (revision,))
+
+    def evidence_hashes(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT DISTINCT sha256 FROM evidence")]
+
+    def _one(self, record: type, where: str, params: tuple[Any, ...]) -> Any:
+        table = TABLE_OF[record]
+        row = self.conn.execute(
+            f"SELECT * FROM {table.name} WHERE {where} LIMIT 1", params
+        ).fetchone()
+        return None if row is None else from_row(table, row)
+
+    def _many(self, record: type, where: str, params: tuple[Any, ...]) -> list[Any]:
+        table = TABLE_OF[record]
+        cursor = self.conn.execute(f"SELECT * FROM {table.name} WHERE {where}", params)
+        return [from_row(table, row) for row in cursor]
+
+
+def _revision(row: sqlite3.Row) -> Revision:
+    import orjson
+
+    return Revision(
+        revision=row["revision"],
+        ts_commit=row["ts_commit"],
+        kind=row["kind"],
+        summary=orjson.loads(row["summary"]),
+        prev_hash=row["prev_hash"],
+        hash=row["hash"],
+    )

@@ -1,0 +1,1 @@
+"""Source adapters: pure parsers of the bytes each official source publishes."""

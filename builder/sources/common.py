@@ -1,0 +1,62 @@
+"""What every source parser shares: its two failure kinds and the invariants of a rate.
+
+A parser raises ``SourceFormatError`` when the bytes are not in the shape it knows (the source
+changed its format: alert ``cambio_formato``) and ``InvariantError`` when they are well formed but
+say something no exchange rate can be (alert ``invariante_fallida``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import date, timedelta
+from decimal import Decimal
+
+from builder.canonical import canonical_rate
+
+# A USD/PEN rate outside this open interval is not a misprint to keep but a broken value.
+MAX_PLAUSIBLE_RATE = Decimal("20")
+
+
+class SourceFormatError(ValueError):
+    """The payload is not in the format the parser knows."""
+
+    alert_type = "cambio_formato"
+
+
+class InvariantError(ValueError):
+    """The payload is well formed but cannot be an exchange rate."""
+
+    alert_type = "invariante_fallida"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParsedRate:
+    """One date's values as a source published them, with their canonical form."""
+
+    fecha_serie: date
+    compra_cruda: str
+    venta_cruda: str
+    fragmento: str
+
+    @property
+    def compra(self) -> str:
+        return canonical_rate(self.compra_cruda)
+
+    @property
+    def venta(self) -> str:
+        return canonical_rate(self.venta_cruda)
+
+
+def check_rate_invariants(rate: ParsedRate, today_lima: date) -> None:
+    """Raise ``InvariantError`` when ``rate`` cannot be a USD/PEN exchange rate."""
+    for side, raw in (("compra", rate.compra_cruda), ("venta", rate.venta_cruda)):
+        value = Decimal(raw)
+        if value <= 0:
+            raise InvariantError(f"{side} {raw} is not positive")
+        if value >= MAX_PLAUSIBLE_RATE:
+            raise InvariantError(f"{side} {raw} is an absurd magnitude for USD/PEN")
+    if rate.fecha_serie > today_lima + timedelta(days=1):
+        raise InvariantError(
+            f"fecha_serie {rate.fecha_serie} is more than one day after today in Lima "
+            f"({today_lima})"
+        )

@@ -1,0 +1,1 @@
+"""Bearer tokens: issuing, hashing, revoking and checking (see README)."""
