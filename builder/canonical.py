@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 THREE_PLACES = Decimal("0.001")
-_DECIMAL_TEXT = re.compile(r"[+-]?(\d+)(?:\.(\d+))?")
+_DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.([0-9]+))?")  # ASCII digits only
 
 
 def canonical_rate(raw: str) -> str:
@@ -23,7 +23,9 @@ def canonical_rate(raw: str) -> str:
     """
     if not _DECIMAL_TEXT.fullmatch(raw):
         raise ValueError(f"not a plain decimal number: {raw!r}")
-    return str(Decimal(raw).quantize(THREE_PLACES, rounding=ROUND_HALF_UP))
+    # Enough precision for any digit count, so quantize never raises InvalidOperation.
+    context = Context(prec=len(raw) + 4, rounding=ROUND_HALF_UP)
+    return str(Decimal(raw).quantize(THREE_PLACES, context=context))
 
 
 def decimal_places(raw: str) -> int:

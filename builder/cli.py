@@ -16,9 +16,11 @@ import orjson
 
 from builder import clock
 from builder.alerts import AlertError
+from builder.build import Builder
 from builder.capture import Stores, capture_taxauth_txt
 from builder.registry.verify import verify_registry
 from builder.settings import Settings, SettingsError, load_settings
+from builder.tree import Tree
 
 
 class CommandError(Exception):
@@ -34,6 +36,16 @@ def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
     stores = Stores.open(settings.home)
     try:
         result = capture_taxauth_txt(stores, settings, clock.now(settings), url=args.url)
+    finally:
+        stores.close()
+    emit(result.to_json())
+    return 0
+
+
+def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
+    stores = Stores.open(settings.home)
+    try:
+        result = Builder(stores.registry, stores.blobs, Tree(settings.site)).build()
     finally:
         stores.close()
     emit(result.to_json())
@@ -94,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument("--source", choices=["taxauth_txt"], default="taxauth_txt")
     capture.add_argument("--url", help="fetch this URL instead of the configured one")
     capture.set_defaults(handler=cmd_capture)
+
+    build = commands.add_parser("build", help="render every unpublished revision, then publish")
+    build.set_defaults(handler=cmd_build)
 
     alerts = commands.add_parser("alerts", help="alert lifecycle").add_subparsers(
         dest="alerts_command", required=True

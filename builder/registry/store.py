@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from builder import faults
 from builder.canonical import parse_utc_timestamp, utc_timestamp
@@ -21,6 +23,8 @@ from builder.registry.chain import GENESIS_HASH, revision_hash
 from builder.registry.records import (
     DATA_TABLES,
     TABLE_OF,
+    Annotation,
+    Cotejo,
     Event,
     Evidence,
     Observation,
@@ -174,6 +178,96 @@ class Registry:
     def observations_of_revision(self, revision: int) -> list[Observation]:
         return self._many(Observation, "revision_creada = ? ORDER BY id", (revision,))
 
+    # -- as of a revision (what the builder renders) -------------------------------------
+
+    def valid_observation_at(
+        self, moneda: str, serie: str, fecha: str, revision: int
+    ) -> Observation | None:
+        """The observation valid for a date at ``revision``: created by then, not yet superseded."""
+        return self._one(
+            Observation,
+            "moneda = ? AND serie = ? AND fecha_serie = ? AND revision_creada <= ?"
+            " AND NOT EXISTS (SELECT 1 FROM observations s WHERE s.supersedes = observations.id"
+            " AND s.revision_creada <= ?)",
+            (moneda, serie, fecha, revision, revision),
+        )
+
+    def events_at(self, observation_id: str, revision: int) -> list[Event]:
+        return self._many(
+            Event,
+            "observacion_id = ? AND revision <= ? ORDER BY revision, seq",
+            (observation_id, revision),
+        )
+
+    def cotejos_at(self, observation_id: str, revision: int) -> list[Cotejo]:
+        return self._many(
+            Cotejo,
+            "observacion_id = ? AND revision <= ? ORDER BY revision, seq",
+            (observation_id, revision),
+        )
+
+    def successor_at(self, observation_id: str, revision: int) -> Observation | None:
+        return self._one(
+            Observation, "supersedes = ? AND revision_creada <= ?", (observation_id, revision)
+        )
+
+    def chain_at(
+        self, observation: Observation, revision: int
+    ) -> tuple[list[Observation], list[Observation]]:
+        """(ancestors oldest first, successors nearest first) of ``observation`` at ``revision``."""
+        ancestors: list[Observation] = []
+        current = observation
+        while current.supersedes is not None:
+            found = self.observation(current.supersedes)
+            if found is None:
+                break
+            ancestors.append(found)
+            current = found
+        successors: list[Observation] = []
+        current = observation
+        while (nxt := self.successor_at(current.id, revision)) is not None:
+            successors.append(nxt)
+            current = nxt
+        return list(reversed(ancestors)), successors
+
+    def valid_dates_at(self, moneda: str, serie: str, revision: int) -> list[str]:
+        cursor = self.conn.execute(
+            "SELECT DISTINCT fecha_serie FROM observations o WHERE moneda = ? AND serie = ?"
+            " AND revision_creada <= ? AND NOT EXISTS (SELECT 1 FROM observations s"
+            " WHERE s.supersedes = o.id AND s.revision_creada <= ?) ORDER BY fecha_serie",
+            (moneda, serie, revision, revision),
+        )
+        return [row[0] for row in cursor]
+
+    def failure_dates_at(self, serie: str, types: Sequence[str], revision: int) -> list[str]:
+        """Expected dates of failure events of ``serie`` up to ``revision``."""
+        marks = ", ".join("?" for _ in types)
+        cursor = self.conn.execute(
+            f"SELECT DISTINCT fecha_serie FROM events WHERE serie = ? AND revision <= ?"
+            f" AND observacion_id IS NULL AND tipo IN ({marks}) AND fecha_serie IS NOT NULL",
+            (serie, revision, *types),
+        )
+        return [row[0] for row in cursor]
+
+    def declared_no_data_at(self, serie: str, revision: int) -> list[str]:
+        cursor = self.conn.execute(
+            "SELECT DISTINCT fecha FROM manifest_entries WHERE serie = ? AND revision <= ?"
+            " AND estado = 'nd_fuente'",
+            (serie, revision),
+        )
+        return [row[0] for row in cursor]
+
+    def annotations_at(self, revision: int) -> list[Annotation]:
+        return self._many(Annotation, "revision <= ? ORDER BY fecha, revision, id", (revision,))
+
+    def rows_touched(self, table: Table, revision: int) -> list[Any]:
+        """Records of one table written by ``revision``."""
+        return self._many(
+            table.record,
+            f"{table.revision_column} = ? ORDER BY id",
+            (revision,),
+        )
+
     def evidence_hashes(self) -> list[str]:
         return [row[0] for row in self.conn.execute("SELECT DISTINCT sha256 FROM evidence")]
 
@@ -191,8 +285,6 @@ class Registry:
 
 
 def _revision(row: sqlite3.Row) -> Revision:
-    import orjson
-
     return Revision(
         revision=row["revision"],
         ts_commit=row["ts_commit"],

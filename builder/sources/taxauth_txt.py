@@ -21,8 +21,8 @@ FUENTE = "taxauth_txt"
 SERIE = "publicado"
 PARSER_VERSION = "taxauth_txt-1.0"
 
-_DATE = re.compile(r"(\d{2})/(\d{2})/(\d{4})")
-_VALUE = re.compile(r"-?\d+\.(\d+)")
+_DATE = re.compile(r"([0-9]{2})/([0-9]{2})/([0-9]{4})")
+_VALUE = re.compile(r"-?[0-9]+\.([0-9]+)")
 _WHITESPACE = b" \t\r\n"
 
 
