@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -18,9 +19,12 @@ from builder import clock
 from builder.alerts import AlertError
 from builder.build import Builder
 from builder.capture import Stores, capture_taxauth_txt
+from builder.importer import ImportError_, import_csv
 from builder.registry.verify import verify_registry
 from builder.settings import Settings, SettingsError, load_settings
 from builder.tree import Tree
+from tokens.cli import add_token_commands
+from tokens.store import TokenError
 
 
 class CommandError(Exception):
@@ -36,6 +40,20 @@ def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
     stores = Stores.open(settings.home)
     try:
         result = capture_taxauth_txt(stores, settings, clock.now(settings), url=args.url)
+    finally:
+        stores.close()
+    emit(result.to_json())
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    stores = Stores.open(settings.home)
+    try:
+        result = import_csv(
+            stores, Path(args.file), args.actor, args.justification, clock.now(settings)
+        )
+    except ImportError_ as error:
+        raise CommandError(str(error)) from None
     finally:
         stores.close()
     emit(result.to_json())
@@ -107,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument("--url", help="fetch this URL instead of the configured one")
     capture.set_defaults(handler=cmd_capture)
 
+    importing = commands.add_parser("import", help="import a CSV as importado observations")
+    importing.add_argument("file", help="CSV: fecha_serie,compra,venta[,moneda,serie]")
+    importing.add_argument("--actor", required=True)
+    importing.add_argument("--justification", required=True, help="where the values came from")
+    importing.set_defaults(handler=cmd_import)
+
     build = commands.add_parser("build", help="render every unpublished revision, then publish")
     build.set_defaults(handler=cmd_build)
 
@@ -127,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify = registry.add_parser("verify", help="walk the hash chain and every evidence blob")
     verify.set_defaults(handler=cmd_registry_verify)
+
+    add_token_commands(commands)
     return parser
 
 
@@ -135,6 +161,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings(os.environ)
         return args.handler(args, settings)
-    except (CommandError, SettingsError) as error:
+    except (CommandError, SettingsError, TokenError) as error:
         print(f"fxev: {error}", file=sys.stderr)
         return 1

@@ -1,0 +1,119 @@
+"""``make run``: seed an empty home with real data and a few local captures, then build.
+
+1. Import the tax authority's real 2021-2026 history (``data/seed``, derived from the recorded
+   fixture; its justification names the origin) as ``importado`` observations.
+2. Capture, from a local HTTP server on 127.0.0.1, files in the documented shape so that evidence,
+   a direct observation superseding an import, a correction and an alert can be seen. Their
+   ``identidad_consulta`` names the local URL they really came from: these bytes are the
+   project's own, never passed off as the source's.
+3. Build the static tree.
+
+Running it twice duplicates nothing: the import is idempotent and the captures run only on a
+home that has no direct observation yet.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import orjson
+
+from builder.build import Builder
+from builder.capture import Stores, capture_taxauth_txt
+from builder.importer import import_csv
+from builder.settings import Settings, load_settings
+from builder.tree import Tree
+
+SEED = "sunat_usd_pen_2021-01-01_2026-09-21.csv"
+JUSTIFICATION = (
+    "Historia real del tipo de cambio publicado por SUNAT, 2021-01-01 a 2026-09-21, tomada de "
+    "ivanjoz/public-business-data (data/tipo-cambio-sunat-usd-pen.json, commit 85fb25e), espejo "
+    "de api.apis.net.pe de la publicación de SUNAT; ver builder/data/seed/ORIGIN.md."
+)
+# The last real publication of the seed, then a demonstration correction of it, then a failure.
+DEMO_FILES = (
+    (200, b"21/09/2026|3.354|3.362|\r\n"),
+    (200, b"21/09/2026|3.354|3.362|\r\n"),
+    (200, b"21/09/2026|3.356|3.364|\r\n"),
+    (503, b"<html><body>Service Unavailable</body></html>"),
+)
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def local_source() -> Iterator[tuple[str, list[tuple[int, bytes]]]]:
+    """A one-file HTTP server on 127.0.0.1 whose next answer the caller sets."""
+    answer: list[tuple[int, bytes]] = [(200, b"")]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, body = answer[0]
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain; charset=ISO-8859-1")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/a/txt/tipoCambio.txt", answer
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def seed(settings: Settings, now: datetime) -> None:
+    stores = Stores.open(settings.home)
+    try:
+        with resources.as_file(resources.files("builder").joinpath("data", "seed", SEED)) as path:
+            result = import_csv(stores, Path(path), "fxev-demo", JUSTIFICATION, now)
+        say(f"import of the real history: {result.outcome} (revision {result.revision})")
+        has_direct = stores.registry.conn.execute(
+            "SELECT 1 FROM observations WHERE fuente = 'taxauth_txt' LIMIT 1"
+        ).fetchone()
+        if has_direct:
+            say("local captures: already done, skipped")
+            return
+        with local_source() as (url, answer):
+            for status, body in DEMO_FILES:
+                answer[0] = (status, body)
+                result = capture_taxauth_txt(stores, settings, now, url=url)
+                alert = f", alert {result.alertas[0].tipo}" if result.alertas else ""
+                say(f"capture of {url} ({status}): {result.outcome}{alert}")
+    finally:
+        stores.close()
+
+
+def main() -> int:
+    settings = load_settings(os.environ)
+    now = settings.now or datetime.now(UTC)
+    seed(settings, now)
+    stores = Stores.open(settings.home)
+    try:
+        result = Builder(stores.registry, stores.blobs, Tree(settings.site)).build()
+    finally:
+        stores.close()
+    say(f"build: published revision {result.published_revision}")
+    print(orjson.dumps(result.to_json()).decode())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

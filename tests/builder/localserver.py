@@ -1,0 +1,158 @@
+"""A tiny real HTTP server for tests: 127.0.0.1, a free port, a response the test can change.
+
+    with LocalServer(body=b"20/09/2026|3.354|3.362|\\r\\n") as server:
+        server.url                      # http://127.0.0.1:<port>/tipoCambio.txt
+        server.set(status=503, body=b"down")
+        server.requests                 # how many requests were answered so far
+        server.wait_for_request(1)      # block (bounded) until the first request arrived
+
+It runs ``http.server.ThreadingHTTPServer`` in a background thread; ``close()`` (or leaving the
+``with`` block) stops the loop, closes the socket and joins the thread, so nothing leaks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import threading
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Response:
+    body: bytes = b""
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/plain"),)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # A client killed mid-request (the crash tests do that) is expected, not an error.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class LocalServer:
+    """Serves one configurable response to every GET (and POST) on any path."""
+
+    def __init__(
+        self,
+        body: bytes = b"",
+        status: int = 200,
+        headers: Mapping[str, str] | None = None,
+        path: str = "/tipoCambio.txt",
+    ) -> None:
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+        self._response = Response()
+        self._requests = 0
+        self._path = path
+        self.set(body=body, status=status, headers=headers)
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="localserver",
+            daemon=True,
+        )
+        self._thread.start()
+        self._closed = False
+
+    # -- what the test sees ----------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self._path}"
+
+    @property
+    def requests(self) -> int:
+        with self._lock:
+            return self._requests
+
+    def set(
+        self,
+        body: bytes | None = None,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Change what the next requests get; arguments left out keep their current value."""
+        with self._lock:
+            current = self._response
+            self._response = Response(
+                body=current.body if body is None else body,
+                status=current.status if status is None else status,
+                headers=current.headers if headers is None else tuple(headers.items()),
+            )
+
+    def wait_for_request(self, count: int, timeout: float = 30.0) -> bool:
+        """Block until at least ``count`` requests have arrived (or ``timeout`` passes)."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: self._requests >= count, timeout=timeout)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=10)
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- the handler -----------------------------------------------------------------------
+
+    def _current(self) -> Response:
+        with self._arrived:
+            self._requests += 1
+            self._arrived.notify_all()
+            return self._response
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, with_body: bool) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                response = server._current()
+                self.send_response(response.status)
+                for name, value in response.headers:
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(response.body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                if with_body:
+                    self.wfile.write(response.body)
+
+            def do_GET(self) -> None:
+                self._answer(with_body=True)
+
+            def do_POST(self) -> None:
+                self._answer(with_body=True)
+
+            def do_HEAD(self) -> None:
+                self._answer(with_body=False)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        return Handler

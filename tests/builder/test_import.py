@@ -1,0 +1,98 @@
+"""``fxev import``: importado observations fill gaps, never replace, and re-import is a no-op."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder.capture import Stores
+from builder.importer import ImportError_, import_csv
+from tests.builder.conftest import NOW
+
+CSV = b"fecha_serie,compra,venta\n2026-09-18,3.35,3.3625\n2026-09-19,3.354,3.362\n"
+
+
+def write(tmp_path: Path, data: bytes, name: str = "history.csv") -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_import_records_one_revision_with_evidence_fragment_and_event(stores: Stores, tmp_path):
+    result = import_csv(stores, write(tmp_path, CSV), "ana", "copied from a printout", NOW)
+    assert (result.revision, result.outcome) == (1, "nueva")
+    assert [o.fecha_serie for o in result.observaciones] == ["2026-09-18", "2026-09-19"]
+    first = stores.registry.observation(result.observaciones[0].observacion_id)
+    assert (first.fuente, first.version_parser) == ("importado", "importado_csv-1.0")
+    assert (first.compra, first.venta, first.venta_cruda) == ("3.350", "3.363", "3.3625")
+    assert first.fragmento == "2026-09-18,3.35,3.3625"
+    assert first.identidad_consulta == "IMPORT history.csv"
+    evidence = stores.registry.evidence(first.evidencia_id)
+    assert evidence.content_type == "text/csv"
+    assert stores.blobs.read(evidence.sha256) == CSV
+    [event] = stores.registry.events_of(first.id)
+    assert event.tipo == "importada"
+    assert event.detalle == {
+        "actor": "ana",
+        "justificacion": "copied from a printout",
+        "linea": 2,
+        "sha256": evidence.sha256,
+    }
+
+
+def test_importing_the_same_file_twice_records_nothing_the_second_time(stores, tmp_path):
+    path = write(tmp_path, CSV)
+    import_csv(stores, path, "ana", "origin", NOW)
+    again = import_csv(stores, path, "ana", "origin", NOW)
+    assert (again.revision, again.outcome) == (None, "sin_cambios")
+    assert stores.registry.head().revision == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"fecha,compra,venta\n2026-09-18,3.35,3.36\n", "header"),
+        (b"fecha_serie,compra,venta\n2026-02-30,3.35,3.36\n", "line 2"),
+        (b"fecha_serie,compra,venta\n2026-09-18,3.35,3.36\n2026-09-19,tres,3.36\n", "line 3"),
+        (b"fecha_serie,compra,venta\n2026-09-18,-3.35,3.36\n", "not positive"),
+        (b"fecha_serie,compra,venta,moneda\n2026-09-18,3.35,3.36,EUR\n", "moneda"),
+        (b"fecha_serie,compra,venta\n2026-09-18,3.35,3.36\n2026-09-18,3.35,3.36\n", "twice"),
+        (b"fecha_serie,compra,venta\n", "no data"),
+        (b"\xff\xfe\x00", "UTF-8"),
+    ],
+    ids=["header", "date", "value", "negative", "currency", "duplicate", "empty", "encoding"],
+)
+def test_a_bad_file_is_rejected_whole_and_changes_nothing(stores, tmp_path, data, message):
+    import_csv(stores, write(tmp_path, CSV, "good.csv"), "ana", "origin", NOW)
+    with pytest.raises(ImportError_, match=message):
+        import_csv(stores, write(tmp_path, data), "ana", "origin", NOW)
+    assert stores.registry.head().revision == 1
+
+
+def test_an_import_never_replaces_a_direct_observation(stores, capture, tmp_path):
+    direct = capture(body="19/09/2026|3.354|3.362|")
+    result = import_csv(
+        stores, write(tmp_path, b"fecha_serie,compra,venta\n2026-09-19,3.100,3.200\n"),
+        "ana", "origin", NOW,
+    )  # fmt: skip
+    assert result.outcome == "sin_cambios"
+    assert stores.registry.valid_observation("USD", "publicado", "2026-09-19").id == (
+        direct.observacion_id
+    )
+
+
+def test_a_direct_capture_supersedes_an_import_as_new_data(stores, capture, tmp_path):
+    imported = import_csv(
+        stores, write(tmp_path, b"fecha_serie,compra,venta\n2026-09-20,3.354,3.362\n"),
+        "ana", "origin", NOW,
+    )  # fmt: skip
+    old_id = imported.observacion_id
+    result = capture(body="20/09/2026|3.354|3.362|")
+    assert result.outcome == "nueva"
+    new = stores.registry.observation(result.observacion_id)
+    assert new.supersedes == old_id
+    assert [e.tipo for e in stores.registry.events_of(new.id)] == ["capturada"]
+    assert [e.tipo for e in stores.registry.events_of(old_id)] == ["importada", "supersedida"]
+    ancestors, _ = stores.registry.chain_at(new, result.revision)
+    assert [a.id for a in ancestors] == [old_id]

@@ -1,0 +1,95 @@
+"""``fxev token issue|revoke|list``: the operator's side of the token store.
+
+``token issue`` is the one command whose last stdout line is not JSON: it prints
+``{"id", "name", "expires"}``, then the token alone, shown once. ``revoke`` prints the revoked
+record; ``list`` prints ``{"items": [...]}`` with no secret and no hash. A refused operation
+raises :class:`~tokens.store.TokenError` for the main CLI to report. Token times use the real
+clock, never ``FXEV_NOW``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from tokens.store import TokenStore
+
+if TYPE_CHECKING:
+    from builder.settings import Settings
+
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # date.fromisoformat alone takes 2026-W38-1
+
+
+def real_now() -> datetime:
+    """The real clock: token expiry and revocation ignore ``FXEV_NOW`` by design."""
+    return datetime.now(UTC)
+
+
+def parse_expires(raw: str) -> date:
+    """``--expires YYYY-MM-DD``; anything else is an argparse error."""
+    try:
+        if not _DATE.fullmatch(raw):
+            raise ValueError(raw)
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {raw!r}") from None
+
+
+def _emit(value: dict[str, Any]) -> None:
+    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+
+
+def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
+    with TokenStore.open(settings.home) as store:
+        issued = store.issue(args.name, args.expires, real_now())
+    expires = None if issued.expires is None else issued.expires.isoformat()
+    _emit({"id": issued.id, "name": issued.name, "expires": expires})
+    sys.stdout.write(issued.token_text + "\n")
+    sys.stdout.flush()
+    print("fxev: this token is shown once; the service keeps only its hash", file=sys.stderr)
+    return 0
+
+
+def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    with TokenStore.open(settings.home) as store:
+        record = store.revoke(args.id, real_now())
+    _emit(record.to_json())
+    sys.stdout.flush()
+    return 0
+
+
+def cmd_token_list(args: argparse.Namespace, settings: Settings) -> int:
+    now = real_now()
+    with TokenStore.open(settings.home) as store:
+        records = store.list()
+    _emit({"items": [{**record.to_json(), "state": record.state(now)} for record in records]})
+    sys.stdout.flush()
+    return 0
+
+
+def add_token_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``token issue|revoke|list`` to the ``fxev`` parser's subcommands."""
+    token = subparsers.add_parser("token", help="bearer tokens for consumers")
+    commands = token.add_subparsers(dest="token_command", required=True)
+
+    issue = commands.add_parser("issue", help="a new token for a consumer, shown once")
+    issue.add_argument("name", metavar="NAME", help="the consumer (may hold several tokens)")
+    issue.add_argument(
+        "--expires",
+        type=parse_expires,
+        metavar="YYYY-MM-DD",
+        help="last day the token works, through the end of that day in Lima",
+    )
+    issue.set_defaults(handler=cmd_token_issue)
+
+    revoke = commands.add_parser("revoke", help="revoke a token; the next request is refused")
+    revoke.add_argument("id", metavar="ID")
+    revoke.set_defaults(handler=cmd_token_revoke)
+
+    listing = commands.add_parser("list", help="every token: id, name, expiry, state")
+    listing.set_defaults(handler=cmd_token_list)
