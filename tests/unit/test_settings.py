@@ -1,0 +1,49 @@
+"""Settings: every variable parsed, every unusable value a clear error."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+from builder.settings import SettingsError, load_settings
+
+
+def test_values_are_parsed_into_typed_settings():
+    settings = load_settings(
+        {
+            "FXEV_NOW": "2026-09-20T13:00:00-05:00",
+            "FXEV_PLAUSIBILITY_PCT": "2.5",
+            "FXEV_SOURCES": "taxauth_txt",
+            "FXEV_MAX_BODY_BYTES": "64",
+            "FXEV_PROXY": "http://127.0.0.1:3128",
+        }
+    )
+    assert settings.now == datetime(2026, 9, 20, 18, 0, tzinfo=UTC)
+    assert settings.plausibility_pct == Decimal("2.5")
+    assert settings.sources == ("taxauth_txt",)
+    assert settings.max_body_bytes == 64
+    assert settings.proxy == "http://127.0.0.1:3128"
+
+
+def test_now_accepts_a_z_suffix():
+    assert load_settings({"FXEV_NOW": "2026-09-20T18:00:00Z"}).now.hour == 18
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("FXEV_NOW", "2026-09-20T13:00:00", "offset"),
+        ("FXEV_NOW", "yesterday", "ISO-8601"),
+        ("FXEV_RATE_LIMIT_PER_MIN", "sixty", "integer"),
+        ("FXEV_RATE_LIMIT_PER_MIN", "0", "at least 1"),
+        ("FXEV_MAX_BODY_BYTES", "-5", "at least 1"),
+        ("FXEV_PLAUSIBILITY_PCT", "three", "number"),
+        ("FXEV_PLAUSIBILITY_PCT", "-1", ">= 0"),
+        ("FXEV_SOURCES", "taxauth_txt,sbs", "unknown sources: sbs"),
+    ],
+)
+def test_an_unusable_value_is_a_clear_error(name, value, message):
+    with pytest.raises(SettingsError, match=message):
+        load_settings({name: value})
