@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from builder import faults, render
+from builder.durable import write_once
 from builder.registry.blobs import BlobStore
 from builder.registry.records import (
     TABLE_OF,
@@ -28,12 +29,7 @@ from builder.registry.records import (
     SeriesSwitch,
 )
 from builder.registry.store import Registry
-from builder.tree import (
-    RevisionRoot,
-    SeriesRoot,
-    Tree,
-    write_once,
-)
+from builder.tree import RevisionRoot, SeriesRoot, Tree
 
 MONEDA = "USD"
 ALWAYS_SERVED = ("publicado",)

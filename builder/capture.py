@@ -231,6 +231,38 @@ def add_event(
     )
 
 
+def add_observation(
+    tx: WriteTransaction,
+    run: Run,
+    evidence: Evidence,
+    rate: ParsedRate,
+    supersedes: Observation | None,
+) -> Observation:
+    """Insert a new observation of ``rate`` by ``run``'s source, backed by ``evidence``."""
+    spec = run.spec
+    return tx.add(
+        Observation(
+            id=str(uuid.uuid4()),
+            revision_creada=tx.revision,
+            moneda=spec.moneda,
+            serie=spec.serie,
+            fecha_serie=rate.fecha_serie.isoformat(),
+            compra=rate.compra,
+            venta=rate.venta,
+            compra_cruda=rate.compra_cruda,
+            venta_cruda=rate.venta_cruda,
+            fuente=spec.fuente,
+            identidad_consulta=evidence.identidad_consulta,
+            fragmento=rate.fragmento,
+            version_parser=spec.version_parser,
+            capturado_en=run.stamp,
+            ejecucion_id=run.ejecucion_id,
+            evidencia_id=evidence.id,
+            supersedes=supersedes.id if supersedes else None,
+        )
+    )
+
+
 def record_failure(
     stores: Stores,
     run: Run,
@@ -352,27 +384,7 @@ def record_rate(
         )
         return Recorded(DateOutcome(fecha, spec.serie, "identica", current.id), [])
 
-    observation = tx.add(
-        Observation(
-            id=str(uuid.uuid4()),
-            revision_creada=tx.revision,
-            moneda=spec.moneda,
-            serie=spec.serie,
-            fecha_serie=fecha,
-            compra=rate.compra,
-            venta=rate.venta,
-            compra_cruda=rate.compra_cruda,
-            venta_cruda=rate.venta_cruda,
-            fuente=spec.fuente,
-            identidad_consulta=evidence.identidad_consulta,
-            fragmento=rate.fragmento,
-            version_parser=spec.version_parser,
-            capturado_en=run.stamp,
-            ejecucion_id=run.ejecucion_id,
-            evidencia_id=evidence.id,
-            supersedes=current.id if current else None,
-        )
-    )
+    observation = add_observation(tx, run, evidence, rate, current)
     add_event(
         tx,
         run,

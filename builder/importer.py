@@ -12,7 +12,6 @@ import csv
 import dataclasses
 import hashlib
 import io
-import uuid
 from datetime import date, datetime
 from pathlib import Path
 
@@ -25,10 +24,10 @@ from builder.capture import (
     Stores,
     _execution,
     add_event,
+    add_observation,
     store_evidence,
     worst_outcome,
 )
-from builder.registry.records import Observation
 from builder.sources.common import InvariantError, ParsedRate, check_rate_invariants
 
 FUENTE = "importado"
@@ -146,27 +145,7 @@ def import_csv(
             )
             fecha = row.rate.fecha_serie.isoformat()
             current = registry.valid_observation(row.moneda, row.serie, fecha)
-            observation = tx.add(
-                Observation(
-                    id=str(uuid.uuid4()),
-                    revision_creada=tx.revision,
-                    moneda=row.moneda,
-                    serie=row.serie,
-                    fecha_serie=fecha,
-                    compra=row.rate.compra,
-                    venta=row.rate.venta,
-                    compra_cruda=row.rate.compra_cruda,
-                    venta_cruda=row.rate.venta_cruda,
-                    fuente=FUENTE,
-                    identidad_consulta=evidence.identidad_consulta,
-                    fragmento=row.rate.fragmento,
-                    version_parser=PARSER_VERSION,
-                    capturado_en=run.stamp,
-                    ejecucion_id=run.ejecucion_id,
-                    evidencia_id=evidence.id,
-                    supersedes=current.id if current else None,
-                )
-            )
+            observation = add_observation(tx, run, evidence, row.rate, current)
             add_event(
                 tx, run, "importada", evidence,
                 observacion_id=observation.id, fecha_serie=fecha,

@@ -19,14 +19,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import tempfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from builder.registry.blobs import BlobStore, fsync_dir
+from builder.durable import replace_durably, write_once
+from builder.registry.blobs import BlobStore
 from builder.render import EMPTY_NODE, Chunk, Node
 
 POINTER = "PUBLISHED"
@@ -85,24 +85,6 @@ class ItemRef:
 class RatesPage:
     items: tuple[ItemRef, ...]
     total: int
-
-
-def write_once(path: Path, data: bytes) -> None:
-    """Write ``data`` at ``path`` durably under a temporary name, then rename. Never rewrites."""
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 class _Lru:
@@ -216,13 +198,7 @@ class Tree:
             "ts_commit": root.ts_commit,
             "root_sha256": hashlib.sha256(root_bytes).hexdigest(),
         }
-        fd, tmp = tempfile.mkstemp(dir=self.site, prefix=".tmp-pointer-")
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(pointer))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.site / POINTER)
-        fsync_dir(self.site)
+        replace_durably(self.site / POINTER, orjson.dumps(pointer))
 
     # -- observation details and evidence --------------------------------------------------
 
@@ -355,5 +331,4 @@ __all__ = [
     "Tree",
     "TreeCorruptError",
     "TreeNotPublishedError",
-    "write_once",
 ]

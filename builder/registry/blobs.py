@@ -8,9 +8,9 @@ never a row without its bytes.
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
+
+from builder.durable import write_once
 
 
 class BlobStore:
@@ -23,21 +23,7 @@ class BlobStore:
     def put(self, data: bytes) -> str:
         """Store ``data`` durably; return its bare hex SHA-256."""
         sha256 = hashlib.sha256(data).hexdigest()
-        target = self.path(sha256)
-        if target.exists():
-            return sha256
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        fsync_dir(target.parent)
+        write_once(self.path(sha256), data)
         return sha256
 
     def sha256_of_stored(self, data: bytes) -> str:
@@ -59,11 +45,3 @@ class BlobStore:
         if actual != sha256:
             return f"evidence blob sha256:{sha256} holds bytes hashing to sha256:{actual} ({path})"
         return None
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
