@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m builder.demo
+	$(PY) -m builder.demo --serve
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider

@@ -23,6 +23,7 @@ from builder.importer import ImportError_, import_csv
 from builder.registry.verify import verify_registry
 from builder.settings import Settings, SettingsError, load_settings
 from builder.tree import Tree
+from gateway.cli import add_serve_command
 from tokens.cli import add_token_commands
 from tokens.store import TokenError
 
@@ -153,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(handler=cmd_registry_verify)
 
     add_token_commands(commands)
+    add_serve_command(commands)
     return parser
 
 

@@ -7,6 +7,8 @@
    ``identidad_consulta`` names the local URL they really came from: these bytes are the
    project's own, never passed off as the source's.
 3. Build the static tree.
+4. With ``--serve``: revoke the previous demo token, issue a new one, print it with a ready-to-paste
+   ``curl`` line, and serve the gateway on 127.0.0.1:8000.
 
 Running it twice duplicates nothing: the import is idempotent and the captures run only on a
 home that has no direct observation yet.
@@ -28,9 +30,11 @@ import orjson
 
 from builder.build import Builder
 from builder.capture import Stores, capture_taxauth_txt
+from builder.durable import replace_durably
 from builder.importer import import_csv
 from builder.settings import Settings, load_settings
 from builder.tree import Tree
+from tokens.store import TokenError, TokenStore
 
 SEED = "sunat_usd_pen_2021-01-01_2026-09-21.csv"
 JUSTIFICATION = (
@@ -101,7 +105,29 @@ def seed(settings: Settings, now: datetime) -> None:
         stores.close()
 
 
-def main() -> int:
+DEMO_TOKEN_ID = "demo_token_id"
+HOST, PORT = "127.0.0.1", 8000
+
+
+def rotate_demo_token(settings: Settings) -> str:
+    """Revoke the previous demo token (if still active) and issue a new one."""
+    id_file = settings.home / DEMO_TOKEN_ID
+    real_now = datetime.now(UTC)
+    with TokenStore.open(settings.home) as store:
+        if id_file.exists():
+            previous = id_file.read_text().strip()
+            try:
+                store.revoke(previous, real_now)
+                say(f"previous demo token {previous} revoked")
+            except TokenError:
+                pass
+        issued = store.issue("demo", None, real_now)
+    replace_durably(id_file, issued.id.encode())
+    return issued.token_text
+
+
+def main(argv: list[str] | None = None) -> int:
+    serve = "--serve" in (sys.argv[1:] if argv is None else argv)
     settings = load_settings(os.environ)
     now = settings.now or datetime.now(UTC)
     seed(settings, now)
@@ -111,7 +137,19 @@ def main() -> int:
     finally:
         stores.close()
     say(f"build: published revision {result.published_revision}")
-    print(orjson.dumps(result.to_json()).decode())
+    print(orjson.dumps(result.to_json()).decode(), flush=True)
+    if not serve:
+        return 0
+    token = rotate_demo_token(settings)
+    base = f"http://{HOST}:{PORT}"
+    print(f"\nDemo token (shown once): {token}\n")
+    print(
+        f"curl -H 'Authorization: Bearer {token}' "
+        f"'{base}/v1/rates/latest?currency=USD&series=publicado'\n",
+        flush=True,
+    )
+    command = [sys.executable, "-m", "gateway", "serve", "--host", HOST, "--port", str(PORT)]
+    os.execv(sys.executable, command)
     return 0
 
 

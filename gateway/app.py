@@ -1,0 +1,370 @@
+"""Sanic wiring: ``create_app(settings)`` assembled from small ``setup_*`` functions.
+
+Every handler follows DECISIONS 9: route -> authentication -> (rate limit: not yet) ->
+parameters -> data. Bodies are stored bytes plus the envelope, sent with ``sanic.response.raw``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from sanic import Request, Sanic
+from sanic import exceptions as sanic_exceptions
+from sanic.log import error_logger
+from sanic.response import HTTPResponse, raw
+
+from builder.alerts import AlertStore
+from builder.business_days import today_in_lima
+from builder.canonical import utc_timestamp
+from builder.settings import Settings, load_settings
+from builder.tree import Tree
+from gateway import envelope, pagetoken, params
+from gateway.errors import (
+    ApiError,
+    Internal,
+    InvalidParams,
+    MethodNotAllowed,
+    NoObservations,
+    NotFound,
+    NotReady,
+    Unauthorized,
+)
+from gateway.freshness import frescura, freshness_entry
+from gateway.published import Published, PublishedView
+from tokens.store import TokenStore
+
+APP_NAME = "fxev_gateway"
+PAGE_SIZE = 366
+REQUEST_ID_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e0f-9a61-2f4c8d9e7b10")
+JSON = "application/json"
+NO_STORE = {"Cache-Control": "no-store"}
+IMMUTABLE = {
+    "Cache-Control": "private, max-age=31536000, immutable",
+    "CDN-Cache-Control": "max-age=31536000",
+}
+METHODS = ["GET", "HEAD"]
+Handler = Callable[..., Awaitable[HTTPResponse]]
+
+
+def create_app(settings: Settings) -> Sanic:
+    app = Sanic(APP_NAME, strict_slashes=True)
+    app.config.AUTO_EXTEND = False
+    app.ctx.settings = settings
+    setup_stores(app)
+    setup_errors(app)
+    setup_routes(app)
+    return app
+
+
+def create_app_from_env() -> Sanic:
+    """The factory each worker process calls (``AppLoader``)."""
+    return create_app(load_settings(os.environ))
+
+
+# -- per-worker stores -------------------------------------------------------------------------
+
+
+def setup_stores(app: Sanic) -> None:
+    """Open the token and alert stores once per worker, after the fork."""
+
+    @app.before_server_start
+    async def open_stores(app: Sanic) -> None:
+        settings: Settings = app.ctx.settings
+        app.ctx.tokens = TokenStore.open(settings.home)
+        app.ctx.alerts = AlertStore.open(settings.home)
+        app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
+        app.ctx.view = PublishedView(Tree(settings.site))
+
+    @app.after_server_stop
+    async def close_stores(app: Sanic) -> None:
+        app.ctx.tokens.close()
+        app.ctx.alerts.close()
+
+
+# -- responses and errors ----------------------------------------------------------------------
+
+
+def x_request_id(request: Request) -> str:
+    """The fresh UUID4 of this HTTP request (``X-Request-Id``), made on first use."""
+    value = getattr(request.ctx, "x_request_id", None)
+    if value is None:
+        value = request.ctx.x_request_id = str(uuid.uuid4())
+    return value
+
+
+def send(
+    request: Request,
+    body: bytes,
+    *,
+    status: int = 200,
+    content_type: str = JSON,
+    headers: dict[str, str] | None = None,
+) -> HTTPResponse:
+    merged = {"X-Request-Id": x_request_id(request), **NO_STORE, **(headers or {})}
+    return raw(body, status=status, headers=merged, content_type=content_type)
+
+
+def etag_matches(request: Request, etag: str) -> bool:
+    header = request.headers.get("if-none-match")
+    if header is None:
+        return False
+    candidates = [c.strip().removeprefix("W/") for c in header.split(",")]
+    return "*" in candidates or etag in candidates
+
+
+def send_immutable(
+    request: Request,
+    body: bytes,
+    etag: str,
+    headers: dict[str, str],
+    content_type: str = JSON,
+) -> HTTPResponse:
+    """An immutable answer (as-of body, evidence): ETag, long caching, 304 on If-None-Match."""
+    merged = {**IMMUTABLE, "ETag": etag, **headers}
+    if etag_matches(request, etag):
+        return send(request, b"", status=304, content_type=content_type, headers=merged)
+    return send(request, body, content_type=content_type, headers=merged)
+
+
+def as_api_error(exception: Exception) -> ApiError:
+    if isinstance(exception, ApiError):
+        return exception
+    if isinstance(exception, sanic_exceptions.NotFound):
+        return NotFound("No such path.")
+    if isinstance(exception, sanic_exceptions.MethodNotAllowed):
+        return MethodNotAllowed("Only GET and HEAD are allowed.")
+    if isinstance(exception, sanic_exceptions.BadRequest):
+        return InvalidParams("The request is malformed.")
+    return Internal()
+
+
+def setup_errors(app: Sanic) -> None:
+    @app.exception(Exception)
+    async def render_error(request: Request, exception: Exception) -> HTTPResponse:
+        error = as_api_error(exception)
+        if type(error) is Internal:
+            error_logger.exception("unexpected error on %s %s", request.method, request.path)
+        body = error.body(x_request_id(request))
+        return send(request, body, status=error.status, headers=dict(error.headers))
+
+
+# -- authentication and shared steps -----------------------------------------------------------
+
+
+def authenticate(request: Request) -> None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("A bearer token is required.")
+    record = request.app.ctx.tokens.check(token, datetime.now(UTC))
+    if record is None:
+        raise Unauthorized("The token is invalid, revoked or expired.")
+    request.ctx.token = record
+
+
+def published(request: Request) -> Published:
+    current = request.app.ctx.view.current()
+    if current is None:
+        raise NotReady("No revision has been published yet.")
+    return current
+
+
+def query(request: Request) -> dict[str, str]:
+    return params.parse_query(request.query_string)
+
+
+def tree(request: Request) -> Tree:
+    return request.app.ctx.view.tree
+
+
+def hoy_lima(request: Request) -> Any:
+    settings: Settings = request.app.ctx.settings
+    return today_in_lima(settings.now or datetime.now(UTC))
+
+
+def header_text(value: str) -> str:
+    """A header value: printable ASCII kept, anything else percent-encoded."""
+    return "".join(c if 32 <= ord(c) < 127 else quote(c, safe="") for c in value)
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+
+async def health_live(request: Request) -> HTTPResponse:
+    return send(request, b'{"status":"alive"}')
+
+
+async def health_ready(request: Request) -> HTTPResponse:
+    published(request)
+    params.no_params(query(request))
+    return send(request, b'{"status":"ready"}')
+
+
+async def rates(request: Request) -> HTTPResponse:
+    pub = published(request)
+    given = query(request)
+    q = params.rates_query(given, pub.revision, request.app.ctx.secret)
+    view: PublishedView = request.app.ctx.view
+    canonical = None
+    if q.as_of_revision is not None:
+        canonical = params.rates_canonical_request(q, given)
+        memo = view.memo_get(canonical)
+        if memo is not None:
+            return send_immutable(request, memo[0], memo[1], memo[2])
+        request_id = str(uuid.uuid5(REQUEST_ID_NAMESPACE, canonical))
+    else:
+        request_id = x_request_id(request)
+    page = tree(request).rates(q.series, q.start, q.end, q.revision, q.offset, PAGE_SIZE)
+    if page.total == 0:
+        raise NoObservations(f"No observations of {q.series} from {q.start} to {q.end}.")
+    next_offset = q.offset + len(page.items)
+    next_token = None
+    if page.items and next_offset < page.total:
+        next_token = pagetoken.sign(request.app.ctx.secret, q.revision, q.query_key, next_offset)
+    annotations = None
+    if q.include_annotations:
+        wanted = params.AnnotationsQuery(q.currency, q.series, q.start, q.end)
+        annotations = [a for a in tree(request).annotations(q.revision) if wanted.matches(a)]
+    items = [(ref.prefix, pub.superseded_por.get(ref.observacion_id)) for ref in page.items]
+    body = envelope.rates_body(items, page.total, next_token, annotations, q.revision, request_id)
+    if canonical is None:
+        return send(request, body)
+    etag = '"' + hashlib.sha256(body).hexdigest() + '"'
+    tags = {"Cache-Tag": ",".join(f"{q.currency}/{q.series}/{year}" for year in q.years())}
+    view.memo_put(canonical, (body, etag, tags))
+    return send_immutable(request, body, etag, tags)
+
+
+async def rates_latest(request: Request) -> HTTPResponse:
+    pub = published(request)
+    q = params.series_query(query(request))
+    ref = tree(request).latest(q.series, pub.revision)
+    if ref is None:
+        raise NoObservations(f"The series {q.series} has no observations.")
+    block = frescura(q.series, ref.fecha_serie, hoy_lima(request))
+    superseded_por = pub.superseded_por.get(ref.observacion_id)
+    body = envelope.latest_body(
+        ref.prefix, superseded_por, block, pub.revision, x_request_id(request)
+    )
+    return send(request, body)
+
+
+async def observation(request: Request, obs_id: str) -> HTTPResponse:
+    pub = published(request)
+    obs_id = params.path_uuid("obs_id", obs_id)
+    params.no_params(query(request))
+    prefix = tree(request).detail(obs_id, pub.revision)
+    if prefix is None:
+        raise NotFound(f"No observation {obs_id}.")
+    return send(request, envelope.finish(prefix, pub.revision, x_request_id(request)))
+
+
+async def evidence(request: Request, ev_id: str) -> HTTPResponse:
+    pub = published(request)
+    ev_id = params.path_uuid("ev_id", ev_id)
+    params.no_params(query(request))
+    meta = tree(request).evidence_meta(ev_id, pub.revision)
+    if meta is None:
+        raise NotFound(f"No evidence {ev_id}.")
+    headers = {
+        "X-Sha256": meta["sha256"],
+        "X-Capturado-En": meta["capturado_en"],
+        "X-Identidad-Consulta": header_text(meta["identidad_consulta"]),
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox",
+        "Content-Disposition": f'attachment; filename="{ev_id}"',
+    }
+    etag = '"' + meta["sha256"] + '"'
+    content_type = meta["content_type"]
+    if etag_matches(request, etag):
+        return send_immutable(request, b"", etag, headers, content_type)
+    data = tree(request).evidence_bytes(meta["sha256"])
+    return send_immutable(request, data, etag, headers, content_type)
+
+
+async def revisions(request: Request) -> HTTPResponse:
+    pub = published(request)
+    at = params.revisions_at(query(request))
+    root = tree(request).revision_at(utc_timestamp(at), pub.revision)
+    if root is None:
+        raise NoObservations("No revision was committed at or before that instant.")
+    value = {"revision": root.revision, "ts_commit": root.ts_commit}
+    return send(request, envelope.object_body(value, pub.revision, x_request_id(request)))
+
+
+async def coverage(request: Request) -> HTTPResponse:
+    pub = published(request)
+    params.no_params(query(request))
+    value = {"series": tree(request).coverage(pub.revision)}
+    return send(request, envelope.object_body(value, pub.revision, x_request_id(request)))
+
+
+async def alerts(request: Request) -> HTTPResponse:
+    pub = published(request)
+    open_only = params.alerts_open(query(request))
+    items = [alert.to_json() for alert in request.app.ctx.alerts.list(open_only=open_only)]
+    return send(request, envelope.listing_body(items, pub.revision, x_request_id(request)))
+
+
+async def annotations(request: Request) -> HTTPResponse:
+    pub = published(request)
+    wanted = params.annotations_query(query(request))
+    items = [a for a in tree(request).annotations(pub.revision) if wanted.matches(a)]
+    return send(request, envelope.listing_body(items, pub.revision, x_request_id(request)))
+
+
+async def health_freshness(request: Request) -> HTTPResponse:
+    pub = published(request)
+    params.no_params(query(request))
+    today = hoy_lima(request)
+    entries = []
+    for serie in tree(request).root(pub.revision).served:
+        ref = tree(request).latest(serie, pub.revision)
+        if ref is not None:
+            entries.append(freshness_entry("USD", serie, ref.fecha_serie, today))
+    value = {
+        "series": entries,
+        "alertas_abiertas": len(request.app.ctx.alerts.list(open_only=True)),
+        "hoy_lima": today.isoformat(),
+        "ntp": "no_verificado",
+    }
+    return send(request, envelope.object_body(value, pub.revision, x_request_id(request)))
+
+
+# -- routes ------------------------------------------------------------------------------------
+
+
+def authenticated(handler: Handler) -> Handler:
+    async def run(request: Request, **kwargs: str) -> HTTPResponse:
+        authenticate(request)
+        return await handler(request, **kwargs)
+
+    run.__name__ = handler.__name__
+    return run
+
+
+ROUTES: tuple[tuple[str, Handler, bool], ...] = (
+    ("/v1/health/live", health_live, False),
+    ("/v1/health/ready", health_ready, True),
+    ("/v1/health/freshness", health_freshness, True),
+    ("/v1/rates", rates, True),
+    ("/v1/rates/latest", rates_latest, True),
+    ("/v1/observations/<obs_id:str>", observation, True),
+    ("/v1/evidence/<ev_id:str>", evidence, True),
+    ("/v1/revisions", revisions, True),
+    ("/v1/coverage", coverage, True),
+    ("/v1/alerts", alerts, True),
+    ("/v1/annotations", annotations, True),
+)
+
+
+def setup_routes(app: Sanic) -> None:
+    for path, handler, needs_token in ROUTES:
+        wrapped = authenticated(handler) if needs_token else handler
+        app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)

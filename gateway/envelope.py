@@ -1,0 +1,75 @@
+"""Pure body assembly: stored prefixes + the envelope, concatenated, never re-encoded.
+
+A *prefix* is a JSON object without its closing brace. ``finish`` closes it with the common
+envelope (SPEC: ``dataset_revision``, ``request_id``, ``schema_version``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from builder.render import splice_item
+
+SCHEMA_VERSION = "1.0"
+
+
+def prefix_of(value: Mapping[str, Any]) -> bytes:
+    """A JSON object's bytes without the closing brace."""
+    return orjson.dumps(value)[:-1]
+
+
+def finish(prefix: bytes, revision: int, request_id: str) -> bytes:
+    """Close ``prefix`` with the envelope fields, in the order the stored bodies expect."""
+    tail = orjson.dumps(
+        {"dataset_revision": revision, "request_id": request_id, "schema_version": SCHEMA_VERSION}
+    )[1:]
+    return prefix + (tail if prefix == b"{" else b"," + tail)
+
+
+def items_array(items: Iterable[bytes]) -> bytes:
+    return b"[" + b",".join(items) + b"]"
+
+
+def rates_body(
+    items: Sequence[tuple[bytes, str | None]],
+    total: int,
+    next_page_token: str | None,
+    annotations: list[dict[str, Any]] | None,
+    revision: int,
+    request_id: str,
+) -> bytes:
+    """``/v1/rates``: ``items`` are (stored item prefix, ``superseded_por``)."""
+    prefix = (
+        b'{"items":'
+        + items_array(splice_item(p, s) for p, s in items)
+        + b',"total":'
+        + orjson.dumps(total)
+        + b',"next_page_token":'
+        + orjson.dumps(next_page_token)
+    )
+    if annotations is not None:
+        prefix += b',"annotations":' + orjson.dumps(annotations)
+    return finish(prefix, revision, request_id)
+
+
+def latest_body(
+    item_prefix: bytes,
+    superseded_por: str | None,
+    frescura: Mapping[str, Any],
+    revision: int,
+    request_id: str,
+) -> bytes:
+    """``/v1/rates/latest``: the item, ``frescura`` and the envelope at the top level."""
+    item = splice_item(item_prefix, superseded_por)[:-1]
+    return finish(item + b',"frescura":' + orjson.dumps(frescura), revision, request_id)
+
+
+def listing_body(items: Sequence[Any], revision: int, request_id: str) -> bytes:
+    return finish(prefix_of({"items": list(items), "total": len(items)}), revision, request_id)
+
+
+def object_body(value: Mapping[str, Any], revision: int, request_id: str) -> bytes:
+    return finish(prefix_of(value), revision, request_id)

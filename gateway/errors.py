@@ -1,0 +1,107 @@
+"""The gateway's errors: one hierarchy, one body.
+
+::
+
+    ApiError                      code, status, retryable on the class; body() renders it
+    ├── InvalidParams             400 INVALID_PARAMS
+    ├── Unauthorized              401 UNAUTHORIZED (+ WWW-Authenticate: Bearer)
+    ├── UnsupportedCurrency       404 UNSUPPORTED_CURRENCY
+    ├── UnsupportedSeries         404 UNSUPPORTED_SERIES
+    ├── NoObservations            404 NO_OBSERVATIONS
+    ├── NotFound                  404 NOT_FOUND (unknown id, unknown path)
+    ├── MethodNotAllowed          405 METHOD_NOT_ALLOWED (+ Allow: GET, HEAD)
+    ├── PathValidation            422 HTTPValidationError body (malformed obs_id / ev_id)
+    └── Internal                  500 INTERNAL, retryable, never any detail in the body
+        └── NotReady              503 INTERNAL, retryable (no published tree yet)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import orjson
+
+
+class ApiError(Exception):
+    code: ClassVar[str] = "INTERNAL"
+    status: ClassVar[int] = 500
+    retryable: ClassVar[bool] = False
+    headers: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def body(self, request_id: str) -> bytes:
+        return orjson.dumps(
+            {
+                "code": self.code,
+                "message": self.message,
+                "request_id": request_id,
+                "retryable": self.retryable,
+            }
+        )
+
+
+class InvalidParams(ApiError):
+    code, status = "INVALID_PARAMS", 400
+
+
+class Unauthorized(ApiError):
+    code, status = "UNAUTHORIZED", 401
+    headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": "Bearer"}
+
+
+class UnsupportedCurrency(ApiError):
+    code, status = "UNSUPPORTED_CURRENCY", 404
+
+
+class UnsupportedSeries(ApiError):
+    code, status = "UNSUPPORTED_SERIES", 404
+
+
+class NoObservations(ApiError):
+    code, status = "NO_OBSERVATIONS", 404
+
+
+class NotFound(ApiError):
+    code, status = "NOT_FOUND", 404
+
+
+class MethodNotAllowed(ApiError):
+    code, status = "METHOD_NOT_ALLOWED", 405
+    headers: ClassVar[dict[str, str]] = {"Allow": "GET, HEAD"}
+
+
+class PathValidation(ApiError):
+    """A typed path parameter that is not a UUID: the 422 ``HTTPValidationError`` body."""
+
+    code, status = "VALIDATION", 422
+
+    def __init__(self, name: str, value: str) -> None:
+        super().__init__(f"{name} is not a UUID")
+        self.name = name
+        self.value = value
+
+    def body(self, request_id: str) -> bytes:
+        detail: dict[str, Any] = {
+            "type": "uuid_parsing",
+            "loc": ["path", self.name],
+            "msg": "Input should be a valid UUID",
+            "input": self.value,
+        }
+        return orjson.dumps({"detail": [detail]})
+
+
+class Internal(ApiError):
+    code, status, retryable = "INTERNAL", 500, True
+
+    def __init__(self, message: str = "Internal error.") -> None:
+        super().__init__(message)
+
+
+class NotReady(Internal):
+    status = 503
+
+    def __init__(self, message: str = "The service is not ready.") -> None:
+        super().__init__(message)

@@ -1,0 +1,75 @@
+"""Page tokens: a MAC over (revision, canonical query, offset). No nonce, no expiry.
+
+The same query at the same revision always yields the same token, so an as-of page stays
+byte-identical. The secret is one file under ``FXEV_HOME``, created once and atomically (a
+``link`` that fails if another process won the race), shared by every worker and gateway.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import tempfile
+from pathlib import Path
+
+SECRET_FILE = "page_token.secret"
+_TOKEN = re.compile(r"([1-9][0-9]{0,17})\.(0|[1-9][0-9]{0,17})\.([A-Za-z0-9_-]{43})")
+
+
+class PageTokenError(ValueError):
+    """A page token that is corrupt or belongs to another query."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PageCursor:
+    revision: int
+    offset: int
+
+
+def _mac(secret: bytes, revision: int, canonical_query: str, offset: int) -> str:
+    message = f"fxev-page-v1\n{revision}\n{canonical_query}\n{offset}".encode()
+    digest = hmac.new(secret, message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def sign(secret: bytes, revision: int, canonical_query: str, offset: int) -> str:
+    return f"{revision}.{offset}.{_mac(secret, revision, canonical_query, offset)}"
+
+
+def verify(secret: bytes, token: str, canonical_query: str) -> PageCursor:
+    """The cursor a token fixes, if it was made by this installation for this query."""
+    match = _TOKEN.fullmatch(token)
+    if match is None:
+        raise PageTokenError("page_token is malformed")
+    revision, offset = int(match.group(1)), int(match.group(2))
+    expected = _mac(secret, revision, canonical_query, offset)
+    if not hmac.compare_digest(expected.encode(), match.group(3).encode()):
+        raise PageTokenError("page_token does not belong to this query")
+    return PageCursor(revision, offset)
+
+
+def load_or_create_secret(home: Path) -> bytes:
+    """The installation's page-token secret; the first caller creates it atomically."""
+    path = home / SECRET_FILE
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        pass
+    home.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=home, prefix=".tmp-secret-")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another process created it first
+            os.link(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return bytes.fromhex(path.read_text(encoding="ascii").strip())

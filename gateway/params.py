@@ -1,0 +1,257 @@
+"""Pure validation of query strings and path ids (DECISIONS 9), and the canonical request.
+
+Order of checks: presence and form of every parameter and the range rules (``InvalidParams``),
+then currency (``UnsupportedCurrency``), then series (``UnsupportedSeries``). Data checks belong
+to the caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Collection, Mapping
+from datetime import UTC, date, datetime
+from urllib.parse import parse_qsl, quote, unquote
+
+from gateway import pagetoken
+from gateway.errors import InvalidParams, PathValidation, UnsupportedCurrency, UnsupportedSeries
+
+CURRENCIES = ("USD",)
+SERIES = ("publicado", "cierre")
+MAX_YEARS = 5
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_REVISION = re.compile(r"[1-9][0-9]*")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_INSTANT = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def parse_query(query_string: str) -> dict[str, str]:
+    """Decoded query parameters; a repeated name is ``InvalidParams``."""
+    params: dict[str, str] = {}
+    for name, value in parse_qsl(query_string, keep_blank_values=True):
+        if name in params:
+            raise InvalidParams(f"parameter {name!r} is repeated")
+        params[name] = value
+    return params
+
+
+def check_names(params: Mapping[str, str], allowed: Collection[str]) -> None:
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise InvalidParams(f"unknown parameter {unknown[0]!r}")
+
+
+def canonical_request(path: str, params: Mapping[str, str]) -> str:
+    """Path + query parameters sorted by name, each name and value percent-encoded one way."""
+    pairs = sorted((quote(k, safe=""), quote(v, safe="")) for k, v in params.items())
+    return path + "?" + "&".join(f"{k}={v}" for k, v in pairs)
+
+
+def _required(params: Mapping[str, str], name: str) -> str:
+    value = params.get(name, "")
+    if value == "":
+        raise InvalidParams(f"parameter {name!r} is required")
+    return value
+
+
+def parse_date(name: str, raw: str) -> date:
+    try:
+        if not _DATE.fullmatch(raw):
+            raise ValueError(raw)
+        return date.fromisoformat(raw)
+    except ValueError:
+        raise InvalidParams(f"{name} must be a date YYYY-MM-DD") from None
+
+
+def parse_bool(name: str, raw: str | None, default: bool) -> bool:
+    if raw is None:
+        return default
+    if raw in ("true", "false"):
+        return raw == "true"
+    raise InvalidParams(f"{name} must be true or false")
+
+
+def latest_allowed_end(start: date) -> date:
+    """The same month and day ``MAX_YEARS`` later; 29 February maps to 28 February."""
+    try:
+        return start.replace(year=start.year + MAX_YEARS)
+    except ValueError:
+        return date(start.year + MAX_YEARS, 2, 28)
+
+
+def check_currency_and_series(currency: str | None, series: str | None) -> None:
+    if currency is not None and currency not in CURRENCIES:
+        raise UnsupportedCurrency(f"currency {currency!r} is not served; use USD")
+    if series is not None and series not in SERIES:
+        raise UnsupportedSeries(f"series {series!r} is not served; use publicado or cierre")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SeriesQuery:
+    currency: str
+    series: str
+
+
+def series_query(params: Mapping[str, str]) -> SeriesQuery:
+    """``/v1/rates/latest``: ``currency`` and ``series``, both required."""
+    check_names(params, ("currency", "series"))
+    currency, series = _required(params, "currency"), _required(params, "series")
+    check_currency_and_series(currency, series)
+    return SeriesQuery(currency, series)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RatesQuery:
+    currency: str
+    series: str
+    start: str
+    end: str
+    include_annotations: bool
+    as_of_revision: int | None
+    revision: int
+    offset: int
+
+    @property
+    def query_key(self) -> str:
+        """What a page token binds besides revision and offset: the query, defaults explicit."""
+        return canonical_request(
+            "/v1/rates",
+            {
+                "currency": self.currency,
+                "series": self.series,
+                "from": self.start,
+                "to": self.end,
+                "include_annotations": "true" if self.include_annotations else "false",
+            },
+        )
+
+    def years(self) -> range:
+        return range(int(self.start[:4]), int(self.end[:4]) + 1)
+
+
+RATES_PARAMS = (
+    "currency",
+    "series",
+    "from",
+    "to",
+    "as_of_revision",
+    "page_token",
+    "include_annotations",
+)
+
+
+def rates_query(params: Mapping[str, str], published: int, secret: bytes) -> RatesQuery:
+    """``/v1/rates``: every rule of DECISIONS 9, in its order."""
+    check_names(params, RATES_PARAMS)
+    currency, series = _required(params, "currency"), _required(params, "series")
+    start = parse_date("from", _required(params, "from"))
+    end = parse_date("to", _required(params, "to"))
+    if end < start:
+        raise InvalidParams("from must not be after to")
+    if end > latest_allowed_end(start):
+        raise InvalidParams(f"the range from..to spans at most {MAX_YEARS} years")
+    include = parse_bool("include_annotations", params.get("include_annotations"), False)
+    as_of = None
+    if "as_of_revision" in params:
+        raw = params["as_of_revision"]
+        if not _REVISION.fullmatch(raw) or int(raw) > published:
+            raise InvalidParams(f"as_of_revision must be an integer from 1 to {published}")
+        as_of = int(raw)
+    query = RatesQuery(
+        currency, series, start.isoformat(), end.isoformat(), include, as_of, as_of or published, 0
+    )
+    if "page_token" in params:
+        try:
+            cursor = pagetoken.verify(secret, params["page_token"], query.query_key)
+        except pagetoken.PageTokenError as error:
+            raise InvalidParams(str(error)) from None
+        if cursor.revision > published or (as_of is not None and as_of != cursor.revision):
+            raise InvalidParams("page_token does not belong to this revision")
+        query = dataclasses.replace(query, revision=cursor.revision, offset=cursor.offset)
+    check_currency_and_series(currency, series)
+    return query
+
+
+def rates_canonical_request(query: RatesQuery, params: Mapping[str, str]) -> str:
+    """The canonical form of an as-of ``/v1/rates`` request (frozen by golden tests)."""
+    explicit = {
+        "currency": query.currency,
+        "series": query.series,
+        "from": query.start,
+        "to": query.end,
+        "include_annotations": "true" if query.include_annotations else "false",
+        "as_of_revision": str(query.revision),
+    }
+    if "page_token" in params:
+        explicit["page_token"] = params["page_token"]
+    return canonical_request("/v1/rates", explicit)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AnnotationsQuery:
+    currency: str | None
+    series: str | None
+    start: str | None
+    end: str | None
+
+    def matches(self, annotation: Mapping[str, object]) -> bool:
+        fecha = str(annotation.get("fecha", ""))
+        return (
+            (self.currency is None or annotation.get("moneda") == self.currency)
+            and (self.series is None or annotation.get("serie") == self.series)
+            and (self.start is None or fecha >= self.start)
+            and (self.end is None or fecha <= self.end)
+        )
+
+
+def annotations_query(params: Mapping[str, str]) -> AnnotationsQuery:
+    """``/v1/annotations``: optional filters, validated like ``/v1/rates`` when present."""
+    check_names(params, ("currency", "series", "from", "to"))
+    currency = _required(params, "currency") if "currency" in params else None
+    series = _required(params, "series") if "series" in params else None
+    start = parse_date("from", params["from"]) if "from" in params else None
+    end = parse_date("to", params["to"]) if "to" in params else None
+    if start is not None and end is not None and end < start:
+        raise InvalidParams("from must not be after to")
+    check_currency_and_series(currency, series)
+    return AnnotationsQuery(
+        currency,
+        series,
+        None if start is None else start.isoformat(),
+        None if end is None else end.isoformat(),
+    )
+
+
+def alerts_open(params: Mapping[str, str]) -> bool:
+    check_names(params, ("open",))
+    return parse_bool("open", params.get("open"), True)
+
+
+def revisions_at(params: Mapping[str, str]) -> datetime:
+    """``/v1/revisions?at=``: an instant with ``Z`` or ``±HH:MM``; a space stands for ``+``."""
+    check_names(params, ("at",))
+    raw = _required(params, "at").replace(" ", "+")
+    try:
+        if not _INSTANT.fullmatch(raw):
+            raise ValueError(raw)
+        return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        raise InvalidParams("at must be an ISO-8601 date-time with Z or ±HH:MM") from None
+
+
+def no_params(params: Mapping[str, str]) -> None:
+    check_names(params, ())
+
+
+def path_uuid(name: str, segment: str) -> str:
+    """A 36-character hyphenated UUID, canonicalised to lower case; else the 422 body.
+
+    ``segment`` is the path segment as sent (still percent-encoded).
+    """
+    raw = unquote(segment)
+    lowered = raw.lower()
+    if not _UUID.fullmatch(lowered):
+        raise PathValidation(name, raw)
+    return lowered

@@ -1,0 +1,217 @@
+"""A real gateway for contract tests: a seeded home, a token, ``python -m gateway serve``.
+
+The gateway runs as a subprocess on 127.0.0.1 (free port, 2 workers); tests talk to it with
+``requests``. Its log is printed when a test fails; it is stopped by its PID.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+# Fixed "now" (a Monday in Lima): hoy_lima and the demo's capture instants are deterministic.
+NOW = "2026-09-21T15:00:00-05:00"
+START_TIMEOUT_S = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def home_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")}
+    env |= {
+        "FXEV_HOME": str(home / "home"),
+        "FXEV_SITE": str(home / "site"),
+        "FXEV_NOW": NOW,
+        "PYTHONPATH": str(ROOT),
+    }
+    return env
+
+
+def fxev(env: dict[str, str], *args: str) -> list[str]:
+    """Run ``python -m builder ...``; its stdout lines."""
+    done = subprocess.run(
+        [sys.executable, "-m", "builder", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def issue_token(env: dict[str, str], name: str) -> tuple[str, str]:
+    """(token id, token text) of a freshly issued token."""
+    lines = fxev(env, "token", "issue", name)
+    return orjson.loads(lines[-2])["id"], lines[-1]
+
+
+def seed_demo(base: Path) -> dict[str, str]:
+    env = home_env(base)
+    done = subprocess.run(
+        [sys.executable, "-m", "builder.demo"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return env
+
+
+@dataclasses.dataclass
+class Gateway:
+    env: dict[str, str]
+    token: str
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    base_url: str = ""
+
+    @property
+    def home(self) -> Path:
+        return Path(self.env["FXEV_HOME"])
+
+    @property
+    def site(self) -> Path:
+        return Path(self.env["FXEV_SITE"])
+
+    def start(self) -> None:
+        port = _free_port()
+        self.base_url = f"http://127.0.0.1:{port}"
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "gateway", "serve", "--port", str(port), "--workers", "2"],
+                env=self.env,
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gateway exited early:\n{self.log()}")
+            try:
+                if requests.get(self.url("/v1/health/live"), timeout=1).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"gateway did not answer within {START_TIMEOUT_S}s:\n{self.log()}")
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # the session this fixture started
+            process.wait(timeout=5)
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def get(self, path: str, token: str | None = "default", **kwargs: object) -> requests.Response:
+        headers = dict(kwargs.pop("headers", {}) or {})  # type: ignore[call-overload]
+        if token is not None:
+            headers["Authorization"] = f"Bearer {self.token if token == 'default' else token}"
+        return requests.get(self.url(path), headers=headers, timeout=10, **kwargs)  # type: ignore[arg-type]
+
+    def request(self, method: str, path: str, **kwargs: object) -> requests.Response:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        return requests.request(method, self.url(path), headers=headers, timeout=10, **kwargs)  # type: ignore[arg-type]
+
+
+def _running(base: Path, env: dict[str, str], token: str) -> Iterator[Gateway]:
+    gateway = Gateway(env=env, token=token, log_path=base / "gateway.log")
+    gateway.start()
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("demo")
+    seed_demo(base)
+    return base
+
+
+@pytest.fixture(scope="session")
+def gateway(demo_home: Path) -> Iterator[Gateway]:
+    """The gateway over the demo: real history, a correction, an open alert; published 5."""
+    env = home_env(demo_home)
+    _, token = issue_token(env, "contract")
+    yield from _running(demo_home, env, token)
+
+
+@pytest.fixture(scope="session")
+def unbuilt_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """A gateway over a home with a token and no published tree yet."""
+    base = tmp_path_factory.mktemp("unbuilt")
+    env = home_env(base)
+    _, token = issue_token(env, "contract")
+    yield from _running(base, env, token)
+
+
+@pytest.fixture(scope="session")
+def corrupt_gateway(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -> Iterator[Gateway]:
+    """A copy of the demo whose evidence blobs were altered on disk after the build."""
+    base = tmp_path_factory.mktemp("corrupt")
+    shutil.copytree(demo_home / "home", base / "home")
+    shutil.copytree(demo_home / "site", base / "site")
+    for meta in (base / "site" / "evidence").glob("*.json"):
+        sha = orjson.loads(meta.read_bytes())["sha256"]
+        blob = base / "site" / "objects" / "sha256" / sha[:2] / sha
+        blob.chmod(0o644)
+        blob.write_bytes(b"tampered")
+    env = home_env(base)
+    _, token = issue_token(env, "contract")
+    yield from _running(base, env, token)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report
+
+
+@pytest.fixture(autouse=True)
+def _print_gateway_log_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    report = getattr(request.node, "rep_call", None)
+    if report is None or not report.failed:
+        return
+    for name in ("gateway", "unbuilt_gateway", "corrupt_gateway"):
+        if name in request.fixturenames:
+            running: Gateway = request.getfixturevalue(name)
+            print(f"--- {name} log ({running.log_path}) ---\n{running.log()}")
