@@ -5,7 +5,9 @@ would be (``capture.record_rates`` / ``capture.record_failure``) from a fabricat
 whose body is the documented one-line file ``DD/MM/YYYY|compra|venta|\\r\\n``. Days follow each
 other from ``start``; each day is captured about ``captures_per_date`` times (a new observation,
 then identical re-captures), a ``correction_rate`` share of days is corrected once by a later
-capture of the same day, and a ``failure_rate`` share of runs fails (``fuente_no_disponible``).
+capture of the same day (a ``recorrection_rate`` share of those a second time), a
+``failure_rate`` share of runs fails (``fuente_no_disponible``), an ``outage_rate`` share of days
+has every run fail, and a ``skip_rate`` share of days is never captured.
 The rates are a seeded random walk around 3.x with 3 decimals, so one seed gives one history (the
 ids are UUID4s, as in production, so two registries of one seed differ in their ids only).
 
@@ -87,6 +89,7 @@ class Synth:
         failure_rate: float = 0.01,
         outage_rate: float = 0.0,
         skip_rate: float = 0.0,
+        recorrection_rate: float = 0.0,
         settings: Settings | None = None,
     ) -> None:
         if captures_per_date < 2:
@@ -99,6 +102,7 @@ class Synth:
         self.failure_rate = failure_rate
         self.outage_rate = outage_rate
         self.skip_rate = skip_rate
+        self.recorrection_rate = recorrection_rate
         self.next_date = start
         self.compra = 3400  # thousandths
         self.spread = 6
@@ -219,19 +223,26 @@ class Synth:
         values = (self.compra, self.compra + self.spread)
 
         runs = self.captures_per_date + rng.choice((-1, 0, 1))
-        corrected_from, corrected = runs, values
-        if rng.random() < self.correction_rate:
-            corrected_from = rng.randrange(1, runs)
-            delta = rng.choice((-3, -2, -1, 1, 2, 3))
-            corrected = (values[0] + delta, values[1] + delta)
+        # From which run on each value holds: the first value, then its corrections, if any.
+        changes = [(0, values)]
+        if runs > 1 and rng.random() < self.correction_rate:
+            changes.append((rng.randrange(1, runs), self._corrected(values)))
+            if runs - changes[-1][0] > 1 and rng.random() < self.recorrection_rate:
+                changes.append(
+                    (rng.randrange(changes[-1][0] + 1, runs), self._corrected(changes[-1][1]))
+                )
         outage = rng.random() < self.outage_rate
         first = datetime(fecha.year, fecha.month, fecha.day, FIRST_CAPTURE_HOUR, tzinfo=LIMA)
         for index in range(runs):
             fails = outage or rng.random() < self.failure_rate
-            value = corrected if index >= corrected_from else values
+            value = [v for since, v in changes if since <= index][-1]
             self.queue.append(
                 _PlannedRun(first + index * CAPTURE_EVERY, fecha, None if fails else value)
             )
+
+    def _corrected(self, values: tuple[int, int]) -> tuple[int, int]:
+        delta = self.rng.choice((-3, -2, -1, 1, 2, 3))
+        return values[0] + delta, values[1] + delta
 
 
 def generate(
@@ -244,7 +255,7 @@ def generate(
     """Write ``revisions`` synthetic revisions into the registry under ``home``.
 
     ``options`` are ``Synth``'s: ``captures_per_date``, ``correction_rate``, ``failure_rate``,
-    ``outage_rate``, ``skip_rate``.
+    ``outage_rate``, ``skip_rate``, ``recorrection_rate``.
     """
     with Synth(home, seed, start, **options) as synth:  # type: ignore[arg-type]
         return synth.advance(revisions)

@@ -1,0 +1,380 @@
+"""``python -m bench`` (``make bench``): build-side figures on synthetic registries, printed.
+
+For each size (revisions; ``FXEV_BENCH_SIZES``, default ``1000,10000,100000``):
+
+1. generate a registry in process through the registry's own write path (``bench.synth``), its
+   time reported apart;
+2. full build: a real ``python -m builder build`` process (progress polled from the tree);
+3. incremental builds: one new revision at a time, then ``Builder.build()`` timed in process with
+   a fresh ``Tree`` (an empty object cache, as a new ``fxev build`` process has); median and p99;
+4. tree size per revision: apparent bytes and disk usage (``du``) of the site / revisions, and the
+   growth per revision measured over the incremental builds;
+5. queries through ``Tree``: a 5-year range of ``publicado`` at random published revisions, first
+   page (limit 366) and the whole walk, each item spliced with ``superseded_por`` as the gateway
+   does; cold (a new ``Tree``) and warm (the same query again on the same ``Tree``).
+
+Environment: ``FXEV_BENCH_SIZES``, ``FXEV_BENCH_SEED`` (0), ``FXEV_BENCH_INCREMENTAL`` (samples,
+50), ``FXEV_BENCH_QUERIES`` (50), ``FXEV_BENCH_BUDGET_S`` (seconds allowed to generating and to
+the full build of one size, each; 7200), ``FXEV_BENCH_DIR`` (where temporary trees go).
+Progress goes to stderr, the table to stdout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from bench.synth import Synth
+from builder.build import Builder
+from builder.capture import Stores
+from builder.render import splice_item
+from builder.tree import Tree
+
+SERIE = "publicado"
+PAGE = 366
+TARGET_INCREMENTAL_MS = 50.0
+TARGET_RATIO = 1.5
+TARGET_GROWTH_KIB = 16.0
+TARGET_FIRST_PAGE_MS = 2.0
+PROGRESS_EVERY_S = 15.0
+
+
+@dataclasses.dataclass(slots=True)
+class Figures:
+    size: int
+    revisions: int = 0
+    generate_s: float = 0.0
+    generation_note: str = ""
+    full_build_s: float | None = None
+    full_build_note: str = ""
+    incremental_ms: list[float] = dataclasses.field(default_factory=list)
+    apparent_per_rev: float = 0.0
+    du_per_rev: float = 0.0
+    growth_apparent: float = 0.0
+    growth_du: float = 0.0
+    first_cold_ms: list[float] = dataclasses.field(default_factory=list)
+    first_warm_ms: list[float] = dataclasses.field(default_factory=list)
+    walk_cold_ms: list[float] = dataclasses.field(default_factory=list)
+    walk_warm_ms: list[float] = dataclasses.field(default_factory=list)
+    walk_items: list[int] = dataclasses.field(default_factory=list)
+
+
+def progress(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * pct // 100))
+    return ordered[int(rank) - 1]
+
+
+def tree_bytes(site: Path) -> tuple[int, int]:
+    """(apparent bytes, disk usage in bytes as ``du`` counts it) of every file under ``site``."""
+    apparent = disk = 0
+    for folder, _, names in os.walk(site):
+        for name in names:
+            info = os.lstat(os.path.join(folder, name))
+            apparent += info.st_size
+            disk += info.st_blocks * 512
+    return apparent, disk
+
+
+# -- phases -------------------------------------------------------------------------------------
+
+
+def generate(synth: Synth, size: int, budget_s: float, figures: Figures) -> None:
+    began = time.monotonic()
+    last = began
+    while synth.revisions < size:
+        synth.step()
+        now = time.monotonic()
+        if now - last >= PROGRESS_EVERY_S:
+            last = now
+            progress(f"size {size}: generated {synth.revisions}/{size} ({now - began:.0f} s)")
+        if now - began > budget_s:
+            figures.generation_note = f"stopped by the budget at {synth.revisions}"
+            progress(f"size {size}: generation {figures.generation_note}")
+            break
+    figures.revisions = synth.revisions
+    figures.generate_s = synth.stats().seconds
+
+
+def full_build(home: Path, site: Path, budget_s: float, figures: Figures) -> bool:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")}
+    env.update({"FXEV_HOME": str(home), "FXEV_SITE": str(site)})
+    began = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "builder", "build"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    while True:
+        try:
+            out, err = process.communicate(timeout=PROGRESS_EVERY_S)
+            break
+        except subprocess.TimeoutExpired:
+            elapsed = time.perf_counter() - began
+            try:
+                done = len(os.listdir(site / "revisions"))
+            except FileNotFoundError:
+                done = 0
+            progress(f"full build: {done}/{figures.revisions} revisions ({elapsed:.0f} s)")
+            if elapsed > budget_s:
+                process.kill()
+                process.communicate()
+                figures.full_build_note = f"killed by the budget after {elapsed:.0f} s"
+                progress(f"full build {figures.full_build_note}")
+                return False
+    if process.returncode != 0:
+        figures.full_build_note = f"failed: {err.decode(errors='replace').strip()[-300:]}"
+        progress(f"full build {figures.full_build_note}")
+        return False
+    figures.full_build_s = time.perf_counter() - began
+    progress(f"full build: {out.decode().strip().splitlines()[-1][:200]}")
+    return True
+
+
+def incremental(synth: Synth, stores: Stores, site: Path, samples: int, figures: Figures) -> None:
+    before = tree_bytes(site)
+    start_head = synth.revisions
+    for index in range(samples):
+        synth.step()
+        began = time.perf_counter()
+        result = Builder(stores.registry, stores.blobs, Tree(site)).build()
+        figures.incremental_ms.append((time.perf_counter() - began) * 1000)
+        if result.built != (synth.revisions,):
+            raise RuntimeError(f"incremental build rendered {result.built}, not one revision")
+        if (index + 1) % 10 == 0:
+            progress(f"incremental: {index + 1}/{samples}")
+    after = tree_bytes(site)
+    added = synth.revisions - start_head
+    figures.growth_apparent = (after[0] - before[0]) / added
+    figures.growth_du = (after[1] - before[1]) / added
+    figures.revisions = synth.revisions
+    figures.apparent_per_rev = after[0] / synth.revisions
+    figures.du_per_rev = after[1] / synth.revisions
+
+
+def walk(tree: Tree, start: str, end: str, revision: int, spliced: dict[str, str]) -> int:
+    """Every page of the range, each item spliced; return the number of items."""
+    offset = 0
+    count = 0
+    while True:
+        page = tree.rates(SERIE, start, end, revision, offset, PAGE)
+        body = b",".join(splice_item(i.prefix, spliced.get(i.observacion_id)) for i in page.items)
+        count += len(page.items)
+        offset += PAGE
+        if offset >= page.total or not body:
+            return count
+
+
+def first_page(tree: Tree, start: str, end: str, revision: int, spliced: dict[str, str]) -> int:
+    page = tree.rates(SERIE, start, end, revision, 0, PAGE)
+    body = b",".join(splice_item(i.prefix, spliced.get(i.observacion_id)) for i in page.items)
+    return len(body)
+
+
+def queries(site: Path, samples: int, rng: random.Random, figures: Figures) -> None:
+    reader = Tree(site)
+    published = reader.published_revision()
+    if published is None:
+        return
+    spliced = reader.supersessions(reader.root(published).supersessions)
+    for _ in range(samples):
+        revision = rng.randint(1, published)
+        newest = reader.latest(SERIE, revision)
+        first = reader.rates(SERIE, "0000-01-01", "9999-12-31", revision, 0, 1).items
+        if newest is None or not first:
+            continue
+        low = date.fromisoformat(first[0].fecha_serie)
+        high = date.fromisoformat(newest.fecha_serie)
+        last_start = max(low.toordinal(), high.toordinal() - 5 * 365)
+        begin = date.fromordinal(rng.randint(low.toordinal(), last_start))
+        end = date(begin.year + 5, begin.month, 1).toordinal() + begin.day - 2
+        start_text, end_text = begin.isoformat(), date.fromordinal(end).isoformat()
+
+        for cold in (True, False):
+            tree = Tree(site) if cold else reader
+            if not cold:  # warm: the same query once more on a tree that has answered it
+                first_page(tree, start_text, end_text, revision, spliced)
+            began = time.perf_counter()
+            first_page(tree, start_text, end_text, revision, spliced)
+            elapsed = (time.perf_counter() - began) * 1000
+            (figures.first_cold_ms if cold else figures.first_warm_ms).append(elapsed)
+
+            tree = Tree(site) if cold else reader
+            if not cold:
+                walk(tree, start_text, end_text, revision, spliced)
+            began = time.perf_counter()
+            items = walk(tree, start_text, end_text, revision, spliced)
+            elapsed = (time.perf_counter() - began) * 1000
+            (figures.walk_cold_ms if cold else figures.walk_warm_ms).append(elapsed)
+            if cold:
+                figures.walk_items.append(items)
+
+
+def run_size(size: int, seed: int, base: Path | None) -> Figures:
+    figures = Figures(size)
+    budget = float(env_int("FXEV_BENCH_BUDGET_S", 7200))
+    with tempfile.TemporaryDirectory(prefix=f"fxev-bench-{size}-", dir=base) as folder:
+        home, site = Path(folder) / "home", Path(folder) / "site"
+        progress(f"size {size}: generating into {home}")
+        with Synth(home, seed=seed) as synth:
+            generate(synth, size, budget, figures)
+            stats = synth.stats()
+            progress(
+                f"size {size}: {stats.revisions} revisions, {stats.dates} dates, "
+                f"{stats.new} new, {stats.identical} identical, {stats.corrections} corrections,"
+                f" {stats.failures} failures, {stats.implausible} implausible;"
+                f" {stats.seconds:.1f} s"
+            )
+            if not full_build(home, site, budget, figures):
+                return figures
+            progress(f"size {size}: full build {figures.full_build_s:.1f} s")
+            stores = Stores.open(home)
+            try:
+                incremental(synth, stores, site, env_int("FXEV_BENCH_INCREMENTAL", 50), figures)
+            finally:
+                stores.close()
+        queries(site, env_int("FXEV_BENCH_QUERIES", 50), random.Random(seed), figures)
+    return figures
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def med(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def p99(values: list[float]) -> float | None:
+    return percentile(values, 99) if values else None
+
+
+def report(all_figures: list[Figures]) -> str:
+    rows: list[tuple[str, str, list[str]]] = []
+
+    def row(label: str, target: str, values: list[str]) -> None:
+        rows.append((label, target, values))
+
+    kib = 1024.0
+    row("revisions", "", [f"{f.revisions:,}" for f in all_figures])
+    row("generate (s, apart)", "", [fmt(f.generate_s) for f in all_figures])
+    row("full build (s)", "", [fmt(f.full_build_s) for f in all_figures])
+    row(
+        "full build per revision (ms)",
+        "",
+        [
+            fmt(f.full_build_s * 1000 / f.revisions if f.full_build_s else None, 2)
+            for f in all_figures
+        ],
+    )
+    row(
+        "incremental build, median (ms)",
+        f"< {TARGET_INCREMENTAL_MS:g} at 100k",
+        [fmt(med(f.incremental_ms), 2) for f in all_figures],
+    )
+    row("incremental build, p99 (ms)", "", [fmt(p99(f.incremental_ms), 2) for f in all_figures])
+    row(
+        "tree per revision, du (KiB)",
+        f"< {TARGET_GROWTH_KIB:g} average",
+        [fmt(f.du_per_rev / kib if f.revisions else None, 2) for f in all_figures],
+    )
+    row(
+        "tree per revision, bytes (KiB)",
+        "",
+        [fmt(f.apparent_per_rev / kib if f.revisions else None, 2) for f in all_figures],
+    )
+    row(
+        "growth per new revision, du (KiB)",
+        "",
+        [fmt(f.growth_du / kib if f.incremental_ms else None, 2) for f in all_figures],
+    )
+    row(
+        "growth per new revision, bytes (KiB)",
+        "",
+        [fmt(f.growth_apparent / kib if f.incremental_ms else None, 2) for f in all_figures],
+    )
+    row(
+        "5-y range, first page, cold (ms)",
+        f"< {TARGET_FIRST_PAGE_MS:g}",
+        [fmt(med(f.first_cold_ms), 3) for f in all_figures],
+    )
+    row(
+        "5-y range, first page, warm (ms)",
+        f"< {TARGET_FIRST_PAGE_MS:g}",
+        [fmt(med(f.first_warm_ms), 3) for f in all_figures],
+    )
+    row("5-y range, whole walk, cold (ms)", "", [fmt(med(f.walk_cold_ms), 2) for f in all_figures])
+    row("5-y range, whole walk, warm (ms)", "", [fmt(med(f.walk_warm_ms), 2) for f in all_figures])
+    row(
+        "5-y range, items walked (median)",
+        "",
+        [fmt(med([float(n) for n in f.walk_items]), 0) for f in all_figures],
+    )
+
+    header = ["figure", "target", *[f"{f.size:,}" for f in all_figures]]
+    table = [header, *[[label, target, *values] for label, target, values in rows]]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    lines = []
+    for number, line in enumerate(table):
+        cells = [line[0].ljust(widths[0]), line[1].ljust(widths[1])]
+        cells += [cell.rjust(width) for cell, width in zip(line[2:], widths[2:], strict=True)]
+        lines.append(" | ".join(cells))
+        if number == 0:
+            lines.append("-+-".join("-" * width for width in widths))
+
+    measured = [f for f in all_figures if f.incremental_ms]
+    if len(measured) >= 2:
+        base = next((f for f in measured if f.size == 1000), min(measured, key=lambda f: f.size))
+        top = max(measured, key=lambda f: f.size)
+        ratio = statistics.median(top.incremental_ms) / statistics.median(base.incremental_ms)
+        lines.append(
+            f"incremental median at size {top.size:,} / at size {base.size:,}: {ratio:.2f}"
+            f" (target <= {TARGET_RATIO:g})"
+        )
+    for f in all_figures:
+        for note in (f.generation_note, f.full_build_note):
+            if note:
+                lines.append(f"size {f.size:,}: {note}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    sizes = [
+        int(part)
+        for part in (os.environ.get("FXEV_BENCH_SIZES") or "1000,10000,100000").split(",")
+        if part.strip()
+    ]
+    seed = env_int("FXEV_BENCH_SEED", 0)
+    base = os.environ.get("FXEV_BENCH_DIR")
+    results = []
+    for size in sizes:
+        results.append(run_size(size, seed, Path(base) if base else None))
+        progress("so far:\n" + report(results))
+    print(report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
