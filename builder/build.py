@@ -130,7 +130,9 @@ class Builder:
 
         coverage = previous.coverage
         failures = [e for e in events if e.tipo in render.FAILURE_TYPES]
-        if affected or failures or manifest or switches or coverage is None:
+        # Only a new observation, a failure, a declaration or a switch can change coverage; an
+        # identical re-capture (most revisions) cannot.
+        if observations or failures or manifest or switches or coverage is None:
             coverage = self.render_coverage(number, sorted(served), series)
 
         root = RevisionRoot(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 
+# Points a capture passes through, in order; BUILD_POINTS are fxev build's.
 POINTS = (
     "after_fetch",
     "after_blob_write",
@@ -18,6 +19,7 @@ POINTS = (
     "before_commit",
     "after_commit",
 )
+BUILD_POINTS = ("build_after_revision",)
 
 
 def crash_point(name: str) -> None:

@@ -20,6 +20,7 @@ CREATE TABLE IF NOT EXISTS executions (
     outcome    TEXT NOT NULL,
     detalle    TEXT NOT NULL           -- canonical JSON
 );
+CREATE INDEX IF NOT EXISTS executions_revision ON executions(revision);
 
 CREATE TABLE IF NOT EXISTS evidence (
     id                 TEXT PRIMARY KEY,
