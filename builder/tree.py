@@ -27,17 +27,13 @@ import orjson
 
 from builder.durable import replace_durably, write_once
 from builder.registry.blobs import BlobStore
-from builder.render import EMPTY_NODE, Chunk, Node
+from builder.render import Chunk, Node
 
 POINTER = "PUBLISHED"
 
 
 class TreeCorruptError(RuntimeError):
     """The tree's bytes do not match the hashes recorded for them."""
-
-
-class TreeNotPublishedError(RuntimeError):
-    """No revision has been published yet (``fxev build`` has not run)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -323,12 +319,10 @@ class Tree:
 
 
 __all__ = [
-    "EMPTY_NODE",
     "ItemRef",
     "RatesPage",
     "RevisionRoot",
     "SeriesRoot",
     "Tree",
     "TreeCorruptError",
-    "TreeNotPublishedError",
 ]
