@@ -52,10 +52,12 @@ METHODS = ["GET", "HEAD"]
 Handler = Callable[..., Awaitable[HTTPResponse]]
 
 
-def create_app(settings: Settings) -> Sanic:
+def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
+    """The gateway. ``ledger=False`` exists only for the benchmark's ledger-off comparison."""
     app = Sanic(APP_NAME, strict_slashes=True)
     app.config.AUTO_EXTEND = False
     app.ctx.settings = settings
+    app.ctx.ledger_enabled = ledger
     setup_stores(app)
     setup_errors(app)
     setup_routes(app)
