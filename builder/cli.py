@@ -23,7 +23,7 @@ from builder.importer import ImportError_, import_csv
 from builder.registry.verify import verify_registry
 from builder.settings import Settings, SettingsError, load_settings
 from builder.tree import Tree
-from gateway.cli import add_serve_command
+from gateway.cli import add_requests_command, add_serve_command
 from tokens.cli import add_token_commands
 from tokens.store import TokenError
 
@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_token_commands(commands)
     add_serve_command(commands)
+    add_requests_command(commands)
     return parser
 
 

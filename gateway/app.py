@@ -1,7 +1,9 @@
 """Sanic wiring: ``create_app(settings)`` assembled from small ``setup_*`` functions.
 
-Every handler follows DECISIONS 9: route -> authentication -> (rate limit: not yet) ->
-parameters -> data. Bodies are stored bytes plus the envelope, sent with ``sanic.response.raw``.
+Every handler follows DECISIONS 9: route -> authentication -> rate limit -> parameters -> data.
+Bodies are stored bytes plus the envelope, sent with ``sanic.response.raw``. Every response to a
+valid token is recorded in the worker's ledger (``on_response``) before it leaves; when the ledger
+cannot be written the response is replaced by a 503.
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from gateway.errors import (
     NoObservations,
     NotFound,
     NotReady,
+    RateLimited,
     Unauthorized,
 )
 from gateway.freshness import frescura, freshness_entry
+from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, ledger_folder
 from gateway.published import Published, PublishedView
-from tokens.store import TokenStore
+from gateway.ratelimit import Limits, RateLimiter
+from tokens.store import TokenRecord, TokenStore
 
 APP_NAME = "fxev_gateway"
 PAGE_SIZE = 366
@@ -61,6 +66,7 @@ def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
     setup_stores(app)
     setup_errors(app)
     setup_routes(app)
+    setup_ledger(app)
     return app
 
 
@@ -82,11 +88,17 @@ def setup_stores(app: Sanic) -> None:
         app.ctx.alerts = AlertStore.open(settings.home)
         app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
         app.ctx.view = PublishedView(Tree(settings.site))
+        limits = Limits(settings.rate_limit_per_min, settings.rate_limit_per_day)
+        app.ctx.limiter = RateLimiter.open(settings.home, limits)
+        app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None
 
     @app.after_server_stop
     async def close_stores(app: Sanic) -> None:
         app.ctx.tokens.close()
         app.ctx.alerts.close()
+        app.ctx.limiter.close()
+        if app.ctx.ledger is not None:
+            app.ctx.ledger.close()
 
 
 # -- responses and errors ----------------------------------------------------------------------
@@ -100,6 +112,9 @@ def x_request_id(request: Request) -> str:
     return value
 
 
+FRESH = "fresh"
+
+
 def send(
     request: Request,
     body: bytes,
@@ -107,8 +122,14 @@ def send(
     status: int = 200,
     content_type: str = JSON,
     headers: dict[str, str] | None = None,
+    body_request_id: str | None = FRESH,
 ) -> HTTPResponse:
+    """A response; ``body_request_id`` is the body's ``request_id`` for the ledger (FRESH: the
+    ``X-Request-Id``; None: the body has none)."""
     merged = {"X-Request-Id": x_request_id(request), **NO_STORE, **(headers or {})}
+    if body_request_id == FRESH:
+        body_request_id = x_request_id(request)
+    request.ctx.body_request_id = body_request_id
     return raw(body, status=status, headers=merged, content_type=content_type)
 
 
@@ -126,12 +147,19 @@ def send_immutable(
     etag: str,
     headers: dict[str, str],
     content_type: str = JSON,
+    body_request_id: str | None = None,
 ) -> HTTPResponse:
     """An immutable answer (as-of body, evidence): ETag, long caching, 304 on If-None-Match."""
     merged = {**IMMUTABLE, "ETag": etag, **headers}
-    if etag_matches(request, etag):
-        return send(request, b"", status=304, content_type=content_type, headers=merged)
-    return send(request, body, content_type=content_type, headers=merged)
+    status = 304 if etag_matches(request, etag) else 200
+    return send(
+        request,
+        b"" if status == 304 else body,
+        status=status,
+        content_type=content_type,
+        headers=merged,
+        body_request_id=body_request_id,
+    )
 
 
 def as_api_error(exception: Exception) -> ApiError:
@@ -153,21 +181,41 @@ def setup_errors(app: Sanic) -> None:
         if type(error) is Internal:
             error_logger.exception("unexpected error on %s %s", request.method, request.path)
         body = error.body(x_request_id(request))
-        return send(request, body, status=error.status, headers=dict(error.headers))
+        body_request_id = None if error.status == 422 else FRESH
+        return send(
+            request,
+            body,
+            status=error.status,
+            headers=dict(error.headers),
+            body_request_id=body_request_id,
+        )
 
 
 # -- authentication and shared steps -----------------------------------------------------------
 
 
-def authenticate(request: Request) -> None:
+def presented_token(request: Request) -> str | None:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
-    if scheme.lower() != "bearer" or not token:
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def authenticate(request: Request) -> None:
+    request.ctx.auth_checked = True
+    token = presented_token(request)
+    if token is None:
         raise Unauthorized("A bearer token is required.")
     record = request.app.ctx.tokens.check(token, datetime.now(UTC))
     if record is None:
         raise Unauthorized("The token is invalid, revoked or expired.")
     request.ctx.token = record
+
+
+def limit_rate(request: Request) -> None:
+    """Count this request against its token's limits (real clock), or refuse it with 429."""
+    decision = request.app.ctx.limiter.acquire(request.ctx.token.id, datetime.now(UTC))
+    if not decision.allowed:
+        raise RateLimited(decision.retry_after)
 
 
 def published(request: Request) -> Published:
@@ -218,7 +266,8 @@ async def rates(request: Request) -> HTTPResponse:
         canonical = params.rates_canonical_request(q, given)
         memo = view.memo_get(canonical)
         if memo is not None:
-            return send_immutable(request, memo[0], memo[1], memo[2])
+            body, etag, tags, request_id = memo
+            return send_immutable(request, body, etag, tags, body_request_id=request_id)
         request_id = str(uuid.uuid5(REQUEST_ID_NAMESPACE, canonical))
     else:
         request_id = x_request_id(request)
@@ -239,8 +288,8 @@ async def rates(request: Request) -> HTTPResponse:
         return send(request, body)
     etag = '"' + hashlib.sha256(body).hexdigest() + '"'
     tags = {"Cache-Tag": ",".join(f"{q.currency}/{q.series}/{year}" for year in q.years())}
-    view.memo_put(canonical, (body, etag, tags))
-    return send_immutable(request, body, etag, tags)
+    view.memo_put(canonical, (body, etag, tags, request_id))
+    return send_immutable(request, body, etag, tags, body_request_id=request_id)
 
 
 async def rates_latest(request: Request) -> HTTPResponse:
@@ -345,6 +394,7 @@ async def health_freshness(request: Request) -> HTTPResponse:
 def authenticated(handler: Handler) -> Handler:
     async def run(request: Request, **kwargs: str) -> HTTPResponse:
         authenticate(request)
+        limit_rate(request)
         return await handler(request, **kwargs)
 
     run.__name__ = handler.__name__
@@ -370,3 +420,58 @@ def setup_routes(app: Sanic) -> None:
     for path, handler, needs_token in ROUTES:
         wrapped = authenticated(handler) if needs_token else handler
         app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)
+
+
+# -- the ledger --------------------------------------------------------------------------------
+
+
+def ledger_token(request: Request) -> TokenRecord | None:
+    """The valid token this request carried, if any (also for unknown paths and methods)."""
+    token = getattr(request.ctx, "token", None)
+    if token is not None or getattr(request.ctx, "auth_checked", False):
+        return token
+    if request.path == "/v1/health/live":
+        return None  # public, and it touches no store
+    text = presented_token(request)
+    return None if text is None else request.app.ctx.tokens.check(text, datetime.now(UTC))
+
+
+def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -> LedgerEntry:
+    body = response.body or b""
+    sent = b"" if request.method == "HEAD" or response.status == 304 else body
+    return LedgerEntry(
+        ts=utc_timestamp(datetime.now(UTC)),
+        x_request_id=x_request_id(request),
+        request_id=getattr(request.ctx, "body_request_id", None),
+        sha256=hashlib.sha256(sent).hexdigest(),
+        bytes=len(sent),
+        etag=response.headers.get("etag"),
+        token_id=token.id,
+        token_name=token.name,
+        method=request.method,
+        path=request.path,
+        query=request.query_string,
+        status=response.status,
+    )
+
+
+def setup_ledger(app: Sanic) -> None:
+    @app.on_response
+    async def record(request: Request, response: HTTPResponse) -> HTTPResponse | None:
+        ledger: Ledger | None = request.app.ctx.ledger
+        if ledger is None:
+            return None
+        try:
+            token = ledger_token(request)
+            if token is None:
+                return None
+            await ledger.append(ledger_entry(request, response, token))
+        except LedgerUnavailable as error:
+            error_logger.error("%s; answering 503", error)
+        except Exception:
+            error_logger.exception("ledger entry failed on %s %s", request.method, request.path)
+        else:
+            return None
+        unavailable = NotReady("The request ledger is unavailable.")
+        body = unavailable.body(x_request_id(request))
+        return send(request, body, status=unavailable.status)

@@ -10,9 +10,10 @@
     ├── NoObservations            404 NO_OBSERVATIONS
     ├── NotFound                  404 NOT_FOUND (unknown id, unknown path)
     ├── MethodNotAllowed          405 METHOD_NOT_ALLOWED (+ Allow: GET, HEAD)
+    ├── RateLimited               429 RATE_LIMITED, retryable (+ Retry-After: seconds)
     ├── PathValidation            422 HTTPValidationError body (malformed obs_id / ev_id)
     └── Internal                  500 INTERNAL, retryable, never any detail in the body
-        └── NotReady              503 INTERNAL, retryable (no published tree yet)
+        └── NotReady              503 INTERNAL, retryable (no published tree yet, no ledger)
 """
 
 from __future__ import annotations
@@ -71,6 +72,14 @@ class NotFound(ApiError):
 class MethodNotAllowed(ApiError):
     code, status = "METHOD_NOT_ALLOWED", 405
     headers: ClassVar[dict[str, str]] = {"Allow": "GET, HEAD"}
+
+
+class RateLimited(ApiError):
+    code, status, retryable = "RATE_LIMITED", 429, True
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"Rate limit exceeded; retry in {retry_after} s.")
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class PathValidation(ApiError):

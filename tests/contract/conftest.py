@@ -6,6 +6,7 @@ The gateway runs as a subprocess on 127.0.0.1 (free port, 2 workers); tests talk
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -25,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Fixed "now" (a Monday in Lima): hoy_lima and the demo's capture instants are deterministic.
 NOW = "2026-09-21T15:00:00-05:00"
 START_TIMEOUT_S = 30.0
+WORKERS = 2
+SERVE = (sys.executable, "-m", "gateway", "serve")
 
 
 def _free_port() -> int:
@@ -40,6 +43,10 @@ def home_env(home: Path) -> dict[str, str]:
         "FXEV_SITE": str(home / "site"),
         "FXEV_NOW": NOW,
         "PYTHONPATH": str(ROOT),
+        # Raised: the suite sends hundreds of requests a minute on one token. The limits
+        # themselves are tested on gateways of their own (test_rate_limits.py).
+        "FXEV_RATE_LIMIT_PER_MIN": "100000",
+        "FXEV_RATE_LIMIT_PER_DAY": "1000000",
     }
     return env
 
@@ -63,6 +70,36 @@ def issue_token(env: dict[str, str], name: str) -> tuple[str, str]:
     """(token id, token text) of a freshly issued token."""
     lines = fxev(env, "token", "issue", name)
     return orjson.loads(lines[-2])["id"], lines[-1]
+
+
+def run_fxev(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m builder ...`` whatever its exit status."""
+    return subprocess.run(
+        [sys.executable, "-m", "builder", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def ledger_entries(env: dict[str, str], request_id: str) -> list[dict[str, object]]:
+    """``fxev requests show ID``: its entries (empty when it exits 1)."""
+    done = run_fxev(env, "requests", "show", request_id)
+    assert done.returncode in (0, 1), done.stderr
+    entries = orjson.loads(done.stdout.splitlines()[-1])["entries"]
+    assert (done.returncode == 0) is bool(entries)
+    return entries
+
+
+def copy_demo(demo_home: Path, base: Path, **settings: str) -> tuple[dict[str, str], str]:
+    """A private copy of the built demo (its own ledger and limits); (env, a new token)."""
+    shutil.copytree(demo_home / "home", base / "home", ignore=shutil.ignore_patterns("ledger"))
+    shutil.copytree(demo_home / "site", base / "site")
+    env = home_env(base) | settings
+    return env, issue_token(env, "private")[1]
 
 
 def seed_demo(base: Path) -> dict[str, str]:
@@ -99,9 +136,10 @@ class Gateway:
     def start(self) -> None:
         port = _free_port()
         self.base_url = f"http://127.0.0.1:{port}"
+        log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "gateway", "serve", "--port", str(port), "--workers", "2"],
+                [*SERVE, "--port", str(port), "--workers", str(WORKERS)],
                 env=self.env,
                 cwd=ROOT,
                 stdout=log,
@@ -112,25 +150,40 @@ class Gateway:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gateway exited early:\n{self.log()}")
+            # Both workers up: Sanic's manager ignores a SIGTERM that comes before every
+            # worker has said it is ready, and a test may need both workers.
+            ready = self.log_path.read_bytes()[log_start:].count(b"Worker ready")
             try:
-                if requests.get(self.url("/v1/health/live"), timeout=1).status_code == 200:
-                    return
-            except requests.ConnectionError:
-                pass
+                live = requests.get(self.url("/v1/health/live"), timeout=1).status_code == 200
+            except requests.RequestException:
+                live = False
+            if live and ready >= WORKERS:
+                time.sleep(0.3)  # the manager reads the workers' acks just after they log
+                return
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"gateway did not answer within {START_TIMEOUT_S}s:\n{self.log()}")
 
     def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
+        process = self.process
+        if process is None:
             return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)  # the session this fixture started
-            process.wait(timeout=5)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL the gateway and all its workers (the session this fixture started)."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
@@ -198,6 +251,16 @@ def corrupt_gateway(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -
     yield from _running(base, env, token)
 
 
+@pytest.fixture
+def private_gateway(
+    tmp_path: Path, demo_home: Path, request: pytest.FixtureRequest
+) -> Iterator[Gateway]:
+    """A gateway over a private copy of the demo; settings from ``@pytest.mark.gateway_env``."""
+    marker = request.node.get_closest_marker("gateway_env")
+    env, token = copy_demo(demo_home, tmp_path, **(marker.kwargs if marker else {}))
+    yield from _running(tmp_path, env, token)
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
     report = yield
@@ -211,7 +274,7 @@ def _print_gateway_log_on_failure(request: pytest.FixtureRequest) -> Iterator[No
     report = getattr(request.node, "rep_call", None)
     if report is None or not report.failed:
         return
-    for name in ("gateway", "unbuilt_gateway", "corrupt_gateway"):
+    for name in ("gateway", "unbuilt_gateway", "corrupt_gateway", "private_gateway"):
         if name in request.fixturenames:
             running: Gateway = request.getfixturevalue(name)
             print(f"--- {name} log ({running.log_path}) ---\n{running.log()}")

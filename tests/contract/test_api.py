@@ -54,7 +54,7 @@ def assert_api_error(resp: requests.Response, status: int, code: str) -> dict[st
     body = resp.json()
     assert set(body) == {"code", "message", "request_id", "retryable"}
     assert body["code"] == code
-    assert body["retryable"] is (code == "INTERNAL")
+    assert body["retryable"] is (code in ("INTERNAL", "RATE_LIMITED"))
     assert body["request_id"] == resp.headers["X-Request-Id"]
     assert resp.headers["Cache-Control"] == "no-store"
     return body

@@ -1,0 +1,108 @@
+"""The ledger on its own: group commit, reading back, torn lines, rotation, an unwritable folder."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from pathlib import Path
+
+import orjson
+import pytest
+
+from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, find_entries, read_entries
+
+
+def entry(n: int, request_id: str | None = None) -> LedgerEntry:
+    return LedgerEntry(
+        ts=f"2026-11-22T10:00:00.{n:06d}Z",
+        x_request_id=str(uuid.UUID(int=n)),
+        request_id=request_id,
+        sha256="e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        bytes=0,
+        etag=None,
+        token_id="0123456789abcdef",
+        token_name="tests",
+        method="GET",
+        path="/v1/coverage",
+        query="",
+        status=200,
+    )
+
+
+def test_concurrent_appends_share_fsyncs_and_all_land(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    syncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (syncs.append(fd), real_fsync(fd))[1])
+    ledger = Ledger(tmp_path / "ledger", "w.jsonl")
+
+    async def run() -> None:
+        await asyncio.gather(*(ledger.append(entry(n)) for n in range(200)))
+
+    asyncio.run(run())
+    ledger.close()
+    lines = (tmp_path / "ledger" / "w.jsonl").read_bytes().splitlines()
+    assert sorted(orjson.loads(line)["x_request_id"] for line in lines) == sorted(
+        str(uuid.UUID(int=n)) for n in range(200)
+    )
+    file_syncs = len(syncs) - 1  # one fsync of the folder when the file is created
+    assert 1 <= file_syncs < 200  # grouped: far fewer fsyncs than entries
+
+
+def test_find_entries_by_either_id_oldest_first(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    deterministic = str(uuid.uuid5(uuid.NAMESPACE_URL, "as-of"))
+    first, second = Ledger(folder, "a.jsonl"), Ledger(folder, "b.jsonl")
+
+    async def run() -> None:
+        await second.append(entry(3, deterministic))
+        await first.append(entry(1, deterministic))
+        await first.append(entry(2, None))
+
+    asyncio.run(run())
+    found = find_entries(folder, deterministic.upper())
+    assert [e["x_request_id"] for e in found] == [str(uuid.UUID(int=n)) for n in (1, 3)]
+    assert [e["x_request_id"] for e in find_entries(folder, str(uuid.UUID(int=2)))] == [
+        str(uuid.UUID(int=2))
+    ]
+    assert find_entries(folder, "nothing") == []
+
+
+def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    folder.mkdir()
+    whole = entry(1).line()
+    (folder / "killed.jsonl").write_bytes(whole + entry(2).line()[:40])
+    (folder / "junk.jsonl").write_bytes(b"not json\n[1,2]\n")
+    assert [e["x_request_id"] for e in read_entries(folder)] == [str(uuid.UUID(int=1))]
+
+
+def test_a_moved_file_is_followed_by_a_new_one(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    ledger = Ledger(folder, "w.jsonl")
+    asyncio.run(ledger.append(entry(1)))
+    (folder / "w.jsonl").rename(tmp_path / "rotated.jsonl")
+    asyncio.run(ledger.append(entry(2)))
+    ledger.close()
+    assert len((tmp_path / "rotated.jsonl").read_bytes().splitlines()) == 1
+    assert len((folder / "w.jsonl").read_bytes().splitlines()) == 1
+
+
+def test_an_unwritable_ledger_fails_every_waiting_response_then_recovers(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    folder.write_bytes(b"a file where the folder should be")
+    ledger = Ledger(folder, "w.jsonl")
+
+    async def run() -> list[BaseException | None]:
+        return await asyncio.gather(
+            *(ledger.append(entry(n)) for n in range(5)), return_exceptions=True
+        )
+
+    results = asyncio.run(run())
+    assert all(isinstance(result, LedgerUnavailable) for result in results)
+    folder.unlink()
+    asyncio.run(ledger.append(entry(9)))
+    ledger.close()
+    assert [e["x_request_id"] for e in read_entries(folder)] == [str(uuid.UUID(int=9))]
