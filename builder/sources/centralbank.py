@@ -1,0 +1,381 @@
+"""Parser of the central bank's (BCRP) statistics API answer for the SBS close, serie ``cierre``.
+
+One request asks for the two daily series of the banking regulator's (SBS) close, buy
+``PD04639PD`` and sell ``PD04640PD``, over a date range (:func:`query_url`). The answer is JSON
+served as ``text/html`` (SOURCES 3.2)::
+
+    {"config": {"title": "Tipo de cambio", "series": [{"name": "...", "dec": "3"}, ...]},
+     "periods": [{"name": "01.Set.26", "values": ["3.36", "3.368"]}, ...]}
+
+:func:`parse_response` accepts exactly that shape and nothing looser. It raises
+``SourceFormatError`` (``cambio_formato``) for a body that is not it: an HTML page (the WAF's
+challenge answers 200 too), invalid JSON or anything after it, a missing or unexpected key, series
+names that are not the two SBS names, a value that is neither a decimal string nor ``n.d.``, a
+label that is not ``DD.Mon.YY`` with a known month, a date outside the requested range, or dates
+not strictly ascending (duplicates included). It raises ``InvariantError``
+(``invariante_fallida``) for a well-formed row that cannot be a rate (impossible date, value not
+positive or absurd, date more than one day after today in Lima). The answer is one piece of
+evidence: the first row that breaks a rule fails all of it, and the message names that row.
+
+Columns are matched to sides by the names the API returns, never by position alone: the two
+names must be exactly the SBS buy and sell names of the BCRP metadata (SOURCES 3.3). A column
+named after another series (interbank, 11:00 AM, 13:30 close, euro) is refused. A figure of
+another currency under the right name cannot be told from the bytes: it is recorded as published
+and the plausibility check (a move above the threshold) flags it.
+
+Month labels: with ``/ing`` the API writes English abbreviations except September, which stays
+``Set``; with ``/esp`` Spanish ones (SOURCES 3.2). Both tables are accepted (no abbreviation
+means two different months). ``Sep`` is refused: no source shows the API writing it.
+
+Values carry 1 to 4 decimals (trailing zeros may be dropped, ``3.36``; a value without decimals
+is accepted for the same reason) and become canonical half-up to 3 places. Five or more decimals
+are refused: the SBS series declare 3, and 14-decimal averages are the interbank series'
+signature (SOURCES 3.3).
+
+A row with either side ``n.d.`` is ``n.d.`` for that date (DECISIONS 11). It is the source
+declaring no data (``nd_fuente``) only when a later date of the same answer has a value;
+otherwise the date is pending: nothing to record yet. Dates the answer omits (weekends, usually)
+are simply absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from datetime import date
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+from builder.sources.common import (
+    InvariantError,
+    ParsedRate,
+    SourceFormatError,
+    check_rate_invariants,
+)
+
+FUENTE = "centralbank"
+SERIE = "cierre"
+PARSER_VERSION = "centralbank_json-1.0"
+LANGUAGES = ("ing", "esp")
+NO_DATA = "n.d."
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SeriesCodes:
+    """The BCRP codes of one serie's buy and sell sides."""
+
+    compra: str
+    venta: str
+
+
+SERIES_CODES: Mapping[str, SeriesCodes] = MappingProxyType(
+    {SERIE: SeriesCodes(compra="PD04639PD", venta="PD04640PD")}
+)
+
+# The names the API returns in ``config.series[].name``: the metadata name (SOURCES 3.3) after
+# the group "Tipo de cambio", exactly as in the recorded answer.
+SERIES_NAMES: Mapping[str, str] = MappingProxyType(
+    {
+        "PD04639PD": "Tipo de cambio - TC Sistema bancario SBS (S/ por US$) - Compra",
+        "PD04640PD": "Tipo de cambio - TC Sistema bancario SBS (S/ por US$) - Venta",
+    }
+)
+
+_MONTHS_ESP = ("Ene", "Feb", "Mar", "Abr", "May", "Jun", "Jul", "Ago", "Set", "Oct", "Nov", "Dic")
+_MONTHS_ING = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Set", "Oct", "Nov", "Dec")
+MONTHS: Mapping[str, int] = MappingProxyType(
+    {name: number for table in (_MONTHS_ESP, _MONTHS_ING) for number, name in enumerate(table, 1)}
+)
+
+_LABEL = re.compile(r"([0-9]{2})\.([A-Za-z]{3})\.([0-9]{2})")
+_VALUE = re.compile(r"-?[0-9]+(?:\.[0-9]{1,4})?")
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_ROW_KEYS = {"name", "values"}
+_TOP_KEYS = {"config", "periods"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NoData:
+    """A date the answer lists with ``n.d.`` on either side, raw row kept.
+
+    ``declared`` is True when a later date of the same answer has a value: the source declares
+    no data for this date (``nd_fuente``). False means pending: not published yet.
+    """
+
+    fecha_serie: date
+    compra_cruda: str
+    venta_cruda: str
+    fragmento: str
+    declared: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CentralBankAnswer:
+    """Every date the answer lists, ascending: a rate or ``n.d.``; omitted dates are absent."""
+
+    days: tuple[ParsedRate | NoData, ...]
+
+    @property
+    def rates(self) -> tuple[ParsedRate, ...]:
+        return tuple(day for day in self.days if isinstance(day, ParsedRate))
+
+    @property
+    def declared_nd(self) -> tuple[NoData, ...]:
+        return tuple(day for day in self.days if isinstance(day, NoData) and day.declared)
+
+    @property
+    def pending(self) -> tuple[NoData, ...]:
+        return tuple(day for day in self.days if isinstance(day, NoData) and not day.declared)
+
+
+def query_url(base_url: str, start: date, end: date, lang: str = "ing") -> str:
+    """The API URL of the SBS close from ``start`` to ``end`` (both included), daily form.
+
+    >>> query_url("https://example.test/api/", date(2026, 9, 1), date(2026, 9, 8))
+    'https://example.test/api/PD04639PD-PD04640PD/json/2026-09-01/2026-09-08/ing'
+    """
+    _check_range(start, end)
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang {lang!r}: expected one of {LANGUAGES}")
+    codes = SERIES_CODES[SERIE]
+    return (
+        f"{base_url.rstrip('/')}/{codes.compra}-{codes.venta}/json/"
+        f"{start.isoformat()}/{end.isoformat()}/{lang}"
+    )
+
+
+def parse_response(body: bytes, *, start: date, end: date, today_lima: date) -> CentralBankAnswer:
+    """Parse the answer to :func:`query_url` for ``start``..``end``; see the module docstring.
+
+    Raises ``SourceFormatError`` or ``InvariantError``; ``ValueError`` for a bad range.
+    """
+    _check_range(start, end)
+    top, rows = _split_document(_decode_text(body))
+    compra_index, venta_index = _column_indexes(top["config"])
+    width = len(top["config"]["series"])
+    days: list[ParsedRate | NoData] = []
+    for position, (row, fragment) in enumerate(rows, 1):
+        where = f"period {position} ({_label_for(row)})"
+        fecha, values = _read_row(row, width, where, start, end)
+        if days and fecha <= days[-1].fecha_serie:
+            problem = "repeats" if fecha == days[-1].fecha_serie else "comes before"
+            raise SourceFormatError(f"{where}: date {fecha} {problem} the previous period's")
+        compra, venta = values[compra_index], values[venta_index]
+        if NO_DATA in (compra, venta):
+            days.append(NoData(fecha, compra, venta, fragment, declared=False))
+            continue
+        rate = ParsedRate(
+            fecha_serie=fecha, compra_cruda=compra, venta_cruda=venta, fragmento=fragment
+        )
+        try:
+            check_rate_invariants(rate, today_lima)
+        except InvariantError as error:
+            raise InvariantError(f"{where}: {error}") from None
+        days.append(rate)
+    return CentralBankAnswer(days=_classify_no_data(days))
+
+
+def _label_for(row: object) -> str:
+    """The row's label for messages: its ``name`` when it has one."""
+    if isinstance(row, dict) and isinstance(row.get("name"), str):
+        return repr(row["name"])
+    return "no label"
+
+
+def _check_range(start: date, end: date) -> None:
+    if start > end:
+        raise ValueError(f"start {start} is after end {end}")
+    if end.year - start.year >= 100:
+        raise ValueError("a range of 100 years or more makes two-digit years ambiguous")
+
+
+def _decode_text(body: bytes) -> str:
+    if not body.strip():
+        raise SourceFormatError("body is empty")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SourceFormatError(f"body is not UTF-8 text: {error}") from None
+    if text.lstrip(" \t\r\n").startswith("<"):
+        hint = " (a WAF challenge page)" if "_Incapsula_Resource" in text else ""
+        raise SourceFormatError(f"body is an HTML page, not JSON{hint}")
+    return text
+
+
+def _refuse_constant(name: str) -> Any:
+    raise SourceFormatError(f"JSON constant {name} is not valid JSON")
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise SourceFormatError(f"JSON object repeats the key {key!r}")
+        result[key] = value
+    return result
+
+
+_DECODER = json.JSONDecoder(
+    parse_float=Decimal,
+    parse_constant=_refuse_constant,
+    object_pairs_hook=_refuse_duplicate_keys,
+)
+
+
+def _skip(text: str, pos: int) -> int:
+    match = _JSON_WHITESPACE.match(text, pos)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
+def _expect(text: str, pos: int, token: str, what: str) -> int:
+    if not text.startswith(token, pos):
+        found = text[pos : pos + 20] or "end of body"
+        raise SourceFormatError(f"invalid JSON: expected {token!r} {what} at char {pos}: {found!r}")
+    return pos + len(token)
+
+
+def _value_at(text: str, pos: int, what: str) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, pos)
+    except SourceFormatError as error:  # from the hooks: a repeated key, NaN, Infinity
+        raise SourceFormatError(f"{what}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise SourceFormatError(
+            f"invalid JSON in {what}: {error.msg} at char {error.pos}"
+        ) from None
+    except RecursionError:
+        raise SourceFormatError(f"invalid JSON in {what}: nested too deeply") from None
+
+
+def _split_document(text: str) -> tuple[dict[str, Any], list[tuple[Any, str]]]:
+    """The top-level object, and each ``periods`` element with its exact text.
+
+    The standard decoder reads every value; this walk only keeps where each period row starts
+    and ends, so that a row's ``fragmento`` is the very text the source sent.
+    """
+    pos = _expect(text, _skip(text, 0), "{", "to open the JSON object")
+    members: dict[str, Any] = {}
+    rows: list[tuple[Any, str]] = []
+    pos = _skip(text, pos)
+    closed = text.startswith("}", pos)
+    while not closed:
+        _expect(text, pos, '"', "to open a key")
+        key, pos = _value_at(text, pos, "a key")
+        pos = _skip(text, _expect(text, _skip(text, pos), ":", f"after key {key!r}"))
+        if key in members:
+            raise SourceFormatError(f"JSON object repeats the key {key!r}")
+        if key == "periods":
+            rows, pos = _period_rows(text, pos)
+            members[key] = [row for row, _ in rows]
+        else:
+            members[key], pos = _value_at(text, pos, repr(key))
+        pos = _skip(text, pos)
+        if text.startswith(",", pos):
+            pos = _skip(text, pos + 1)
+        else:
+            _expect(text, pos, "}", "or ',' after a member")
+            closed = True
+    pos = _skip(text, pos + 1)
+    if pos != len(text):
+        tail = text[pos : pos + 40]
+        kind = "an HTML fragment" if tail.startswith("<") else "more text"
+        raise SourceFormatError(f"{kind} follows the JSON object at char {pos}: {tail!r}")
+    missing = sorted(_TOP_KEYS - members.keys())
+    if missing:
+        raise SourceFormatError(f"JSON object lacks {', '.join(map(repr, missing))}")
+    unexpected = sorted(members.keys() - _TOP_KEYS)
+    if unexpected:
+        raise SourceFormatError(f"JSON object has unexpected keys {unexpected}")
+    return members, rows
+
+
+def _period_rows(text: str, pos: int) -> tuple[list[tuple[Any, str]], int]:
+    """Each element of the ``periods`` array at ``pos`` with its exact text; the end position."""
+    pos = _skip(text, _expect(text, pos, "[", "to open 'periods' (an array)"))
+    rows: list[tuple[Any, str]] = []
+    if text.startswith("]", pos):
+        return rows, pos + 1
+    while True:
+        row, end = _value_at(text, pos, f"period {len(rows) + 1}")
+        rows.append((row, text[pos:end]))
+        pos = _skip(text, end)
+        if text.startswith(",", pos):
+            pos = _skip(text, pos + 1)
+            continue
+        return rows, _expect(text, pos, "]", "or ',' after a period")
+
+
+def _column_indexes(config: object) -> tuple[int, int]:
+    """Positions of the buy and sell columns, found by the names the API returned."""
+    if not isinstance(config, dict):
+        raise SourceFormatError("'config' is not an object")
+    series = config.get("series")
+    if not isinstance(series, list) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in series
+    ):
+        raise SourceFormatError("'config.series' is not a list of objects with a 'name'")
+    names = [entry["name"] for entry in series]
+    codes = SERIES_CODES[SERIE]
+    expected = [SERIES_NAMES[codes.compra], SERIES_NAMES[codes.venta]]
+    if len(names) != len(expected) or sorted(names) != sorted(expected):
+        raise SourceFormatError(
+            f"series names {names} are not those of {codes.compra} and {codes.venta}: {expected}"
+        )
+    return names.index(expected[0]), names.index(expected[1])
+
+
+def _read_row(
+    row: object, width: int, where: str, start: date, end: date
+) -> tuple[date, list[str]]:
+    """A row's date and raw values, checked for form; the date within ``start``..``end``."""
+    if not isinstance(row, dict) or row.keys() != _ROW_KEYS:
+        keys = sorted(row) if isinstance(row, dict) else type(row).__name__
+        raise SourceFormatError(f"{where}: expected an object with 'name' and 'values', got {keys}")
+    values = row["values"]
+    if not isinstance(values, list) or len(values) != width:
+        raise SourceFormatError(f"{where}: 'values' is not a list of {width} values")
+    for value in values:
+        if not isinstance(value, str) or not (value == NO_DATA or _VALUE.fullmatch(value)):
+            raise SourceFormatError(
+                f"{where}: value {value!r} is neither {NO_DATA!r} nor a decimal string "
+                "with at most 4 decimals"
+            )
+    fecha = _label_date(row["name"], where, start, end)
+    return fecha, values
+
+
+def _label_date(label: object, where: str, start: date, end: date) -> date:
+    """The date of a ``DD.Mon.YY`` label, its century taken from the requested range."""
+    match = _LABEL.fullmatch(label) if isinstance(label, str) else None
+    if match is None:
+        raise SourceFormatError(f"{where}: label is not DD.Mon.YY")
+    day, month_name, two_digits = match.groups()
+    month = MONTHS.get(month_name)
+    if month is None:
+        raise SourceFormatError(f"{where}: unknown month {month_name!r}")
+    years = [y for y in range(start.year, end.year + 1) if y % 100 == int(two_digits)]
+    if not years:
+        raise SourceFormatError(f"{where}: year '{two_digits}' is outside {start}..{end}")
+    try:
+        fecha = date(years[0], month, int(day))
+    except ValueError:
+        raise InvariantError(f"{where}: date does not exist") from None
+    if not start <= fecha <= end:
+        raise SourceFormatError(f"{where}: date {fecha} is outside the range {start}..{end}")
+    return fecha
+
+
+def _classify_no_data(days: list[ParsedRate | NoData]) -> tuple[ParsedRate | NoData, ...]:
+    """Mark each ``n.d.`` date declared when a later date has a value, else leave it pending."""
+    valued = [day.fecha_serie for day in days if isinstance(day, ParsedRate)]
+    last_valued = max(valued, default=None)
+    return tuple(
+        dataclasses.replace(day, declared=True)
+        if isinstance(day, NoData) and last_valued is not None and day.fecha_serie < last_valued
+        else day
+        for day in days
+    )
