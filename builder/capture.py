@@ -21,10 +21,11 @@ from builder import faults
 from builder.alerts import Alert, AlertStore
 from builder.business_days import today_in_lima
 from builder.canonical import utc_timestamp
+from builder.cotejos import Pair, write_cotejos
 from builder.fetch import FetchFailure, HttpExchange, fetch
 from builder.plausibility import plausibility_reasons
 from builder.registry.blobs import BlobStore
-from builder.registry.records import Event, Evidence, Execution, Observation
+from builder.registry.records import Event, Evidence, Execution, ManifestEntry, Observation
 from builder.registry.store import Registry, WriteTransaction
 from builder.settings import Settings
 from builder.sources import taxauth_txt
@@ -318,8 +319,10 @@ def record_rates(
     run: Run,
     exchange: HttpExchange,
     rates: Sequence[ParsedRate],
+    declared_no_data: Sequence[date] = (),
 ) -> CaptureResult:
-    """Record a successful run: one revision holding every date's observation and events."""
+    """Record a successful run: one revision holding every date's observation and events, the
+    dates the source declared without data, and the cross-checks any of them touched."""
     recorded: list[Recorded] = []
     stores.blobs.put(exchange.body)
     faults.crash_point("after_blob_write")
@@ -331,10 +334,15 @@ def record_rates(
             recorded.append(
                 record_rate(stores.registry, tx, run, evidence, rate, settings.plausibility_pct)
             )
-        outcome = worst_outcome([r.outcome.outcome for r in recorded])
-        tx.add(_execution(tx, run, outcome, {"fechas": len(recorded)}))
+        declared = add_manifest_entries(stores.registry, tx, run, evidence, declared_no_data)
+        pairs = cross_check(stores.registry, tx, run.spec.serie, recorded, declared)
+        # A run that only declares dates without data still records something new.
+        outcome = worst_outcome([r.outcome.outcome for r in recorded]) if recorded else "nueva"
+        detalle = {"fechas": len(recorded), "nd_fuente": [d.isoformat() for d in declared]}
+        tx.add(_execution(tx, run, outcome, detalle))
         tx.summary = {"fuente": run.spec.fuente, "outcome": outcome, "fechas": len(recorded)}
     alerts = stores.alerts.resolve_source_failures(run.spec.fuente, run.now)
+    alerts += raise_discrepancies(stores.alerts, pairs, tx.revision, run.now)
     for item in recorded:
         if item.implausible:
             alerts.append(
@@ -350,10 +358,90 @@ def record_rates(
                     },
                 )
             )
-    single = recorded[0].outcome.observacion_id if len(recorded) == 1 else None
+    single = recorded[0].outcome.observacion_id if len(recorded) == 1 and not declared else None
     return CaptureResult(
         tx.revision, outcome, single, tuple(r.outcome for r in recorded), tuple(alerts)
     )
+
+
+def add_manifest_entries(
+    registry: Registry,
+    tx: WriteTransaction,
+    run: Run,
+    evidence: Evidence,
+    dates: Sequence[date],
+) -> list[date]:
+    """Manifest entries ``nd_fuente`` for the dates not declared before; those dates."""
+    spec = run.spec
+    new = [d for d in dates if not registry.is_declared_no_data(spec.serie, d.isoformat())]
+    for day in new:
+        tx.add(
+            ManifestEntry(
+                id=str(uuid.uuid4()),
+                revision=tx.revision,
+                fuente=spec.fuente,
+                moneda=spec.moneda,
+                serie=spec.serie,
+                fecha=day.isoformat(),
+                estado="nd_fuente",
+                ejecucion_id=run.ejecucion_id,
+                evidencia_id=evidence.id,
+            )
+        )
+    return new
+
+
+def cross_check(
+    registry: Registry,
+    tx: WriteTransaction,
+    serie: str,
+    outcomes: Sequence[Recorded | DateOutcome],
+    declared: Sequence[date] = (),
+) -> list[Pair]:
+    """Cotejos for every date of ``serie`` whose valid observation this write changed."""
+    changed = [
+        date.fromisoformat(item.fecha_serie)
+        for item in (o.outcome if isinstance(o, Recorded) else o for o in outcomes)
+        if item.outcome in ("nueva", "correccion")
+    ]
+    if serie == "publicado":
+        return write_cotejos(registry, tx, publicado_dates=changed, declared_dates=declared)
+    return write_cotejos(registry, tx, cierre_dates=changed, declared_dates=declared)
+
+
+def raise_discrepancies(
+    alerts: AlertStore, pairs: Sequence[Pair], revision: int, now: datetime
+) -> list[Alert]:
+    """One ``discrepancia`` alert per publication date found to disagree with its close."""
+    raised = []
+    for pair in pairs:
+        if not pair.discrepante:
+            continue
+        publication, close = pair.publicado, pair.cierre
+        raised.append(
+            alerts.raise_alert(
+                "discrepancia",
+                now,
+                fuente=publication.fuente,
+                fecha_serie=publication.fecha_serie,
+                detalle={
+                    "revision": revision,
+                    "publicado": {
+                        "observacion_id": publication.id,
+                        "fecha_serie": publication.fecha_serie,
+                        "compra": publication.compra,
+                        "venta": publication.venta,
+                    },
+                    "cierre": {
+                        "observacion_id": close.id,
+                        "fecha_serie": close.fecha_serie,
+                        "compra": close.compra,
+                        "venta": close.venta,
+                    },
+                },
+            )
+        )
+    return raised
 
 
 def record_rate(

@@ -19,6 +19,7 @@ from builder import clock
 from builder.alerts import AlertError
 from builder.build import Builder
 from builder.capture import Stores, capture_taxauth_txt
+from builder.capture_centralbank import capture_centralbank
 from builder.importer import ImportError_, import_csv
 from builder.registry.verify import verify_registry
 from builder.settings import Settings, SettingsError, load_settings
@@ -37,10 +38,14 @@ def emit(value: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+CAPTURES = {"taxauth_txt": capture_taxauth_txt, "centralbank": capture_centralbank}
+
+
 def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
+    capture = CAPTURES[args.source]
     stores = Stores.open(settings.home)
     try:
-        result = capture_taxauth_txt(stores, settings, clock.now(settings), url=args.url)
+        result = capture(stores, settings, clock.now(settings), args.url)
     finally:
         stores.close()
     emit(result.to_json())
@@ -122,8 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     capture = commands.add_parser("capture", help="one capture run of one source")
-    capture.add_argument("--source", choices=["taxauth_txt"], default="taxauth_txt")
-    capture.add_argument("--url", help="fetch this URL instead of the configured one")
+    capture.add_argument("--source", choices=sorted(CAPTURES), default="taxauth_txt")
+    capture.add_argument(
+        "--url",
+        help="instead of the configured one: the text file's URL, or the central bank API's base",
+    )
     capture.set_defaults(handler=cmd_capture)
 
     importing = commands.add_parser("import", help="import a CSV as importado observations")

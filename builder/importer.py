@@ -25,6 +25,8 @@ from builder.capture import (
     _execution,
     add_event,
     add_observation,
+    cross_check,
+    raise_discrepancies,
     store_evidence,
     worst_outcome,
 )
@@ -169,6 +171,10 @@ def import_csv(
                 )  # fmt: skip
             outcome = "correccion" if current is not None else "nueva"
             outcomes.append(DateOutcome(fecha, row.serie, outcome, observation.id))
+        pairs = []
+        for serie in sorted({o.serie for o in outcomes}):
+            mine = [o for o in outcomes if o.serie == serie]
+            pairs += cross_check(registry, tx, serie, mine)
         outcome = worst_outcome([o.outcome for o in outcomes])
         tx.add(
             dataclasses.replace(
@@ -184,5 +190,6 @@ def import_csv(
             "justificacion": justification,
             "sha256": sha256,
         }
+    alerts = raise_discrepancies(stores.alerts, pairs, tx.revision, now)
     single = outcomes[0].observacion_id if len(outcomes) == 1 else None
-    return CaptureResult(tx.revision, outcome, single, tuple(outcomes), ())
+    return CaptureResult(tx.revision, outcome, single, tuple(outcomes), tuple(alerts))

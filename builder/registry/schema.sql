@@ -124,6 +124,7 @@ CREATE TABLE IF NOT EXISTS manifest_entries (
     evidencia_id TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS manifest_revision ON manifest_entries(revision);
+CREATE INDEX IF NOT EXISTS manifest_date ON manifest_entries(serie, fecha);
 
 CREATE TABLE IF NOT EXISTS series_switches (
     id            TEXT PRIMARY KEY,

@@ -257,6 +257,14 @@ class Registry:
         )
         return [row[0] for row in cursor]
 
+    def is_declared_no_data(self, serie: str, fecha: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM manifest_entries WHERE serie = ? AND fecha = ? AND estado = 'nd_fuente'"
+            " LIMIT 1",
+            (serie, fecha),
+        ).fetchone()
+        return row is not None
+
     def annotations_at(self, revision: int) -> list[Annotation]:
         return self._many(Annotation, "revision <= ? ORDER BY fecha, revision, id", (revision,))
 

@@ -1,0 +1,115 @@
+"""Writing cross-checks (``cotejos``) inside the revision where either side changed (DECISIONS 11).
+
+The rule itself is pure (``builder.crosscheck``); this module finds which pairs a write touched
+and records them. A pair is a ``publicado`` observation of day D and the valid ``cierre``
+observation of its counterpart date C (the last business day before D, moved back only by a
+declared ``nd_fuente``). Each pair gives two rows, one on each side: the ``publicado`` row names
+C and the close, the ``cierre`` row names D and the publication, so a close carries one cotejo
+per publication that points to it. Nothing is written while the counterpart is absent or pending,
+and the service never picks a winner: a ``discrepante`` result is exposed and alerted, no more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterable
+from datetime import date, timedelta
+
+from builder.crosscheck import RULE_TEXT, compare, counterpart_date
+from builder.registry.records import Cotejo, Observation
+from builder.registry.store import Registry, WriteTransaction
+
+MONEDA = "USD"
+PUBLICADO = "publicado"
+CIERRE = "cierre"
+# A counterpart is at most this many days before its publication (a long holiday run).
+_MAX_SPAN_DAYS = 40
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pair:
+    """One cross-check written: a publication, its counterpart close, and the result."""
+
+    publicado: Observation
+    cierre: Observation
+    resultado: str
+
+    @property
+    def discrepante(self) -> bool:
+        return self.resultado == "discrepante"
+
+
+def dates_pointing_to(close_date: date, declared: set[date]) -> list[date]:
+    """Publication dates whose counterpart is ``close_date``."""
+    found = []
+    day = close_date
+    for _ in range(_MAX_SPAN_DAYS):
+        day += timedelta(days=1)
+        counterpart = counterpart_date(day, declared)
+        if counterpart == close_date:
+            found.append(day)
+        elif counterpart > close_date:
+            break
+    return found
+
+
+def dates_skipping(declared_date: date, declared: set[date]) -> list[date]:
+    """Publication dates whose counterpart moved before ``declared_date`` because it is n.d."""
+    found = []
+    day = declared_date
+    for _ in range(_MAX_SPAN_DAYS):
+        day += timedelta(days=1)
+        counterpart = counterpart_date(day, declared)
+        if counterpart > declared_date:
+            break
+        found.append(day)
+    return found
+
+
+def write_cotejos(
+    registry: Registry,
+    tx: WriteTransaction,
+    *,
+    publicado_dates: Iterable[date] = (),
+    cierre_dates: Iterable[date] = (),
+    declared_dates: Iterable[date] = (),
+) -> list[Pair]:
+    """Cross-check every pair touched by this write: publications whose valid observation
+    changed, closes whose valid observation changed, and dates newly declared ``n.d.``."""
+    declared = {date.fromisoformat(d) for d in registry.declared_no_data_at(CIERRE, tx.revision)}
+    to_check = set(publicado_dates)
+    for close_date in cierre_dates:
+        to_check.update(dates_pointing_to(close_date, declared))
+    for declared_date in declared_dates:
+        to_check.update(dates_skipping(declared_date, declared))
+    pairs = []
+    for day in sorted(to_check):
+        publication = registry.valid_observation(MONEDA, PUBLICADO, day.isoformat())
+        if publication is None:
+            continue
+        close_date = counterpart_date(day, declared)
+        close = registry.valid_observation(MONEDA, CIERRE, close_date.isoformat())
+        if close is None:
+            continue  # absent or pending: nothing to check yet
+        pair = Pair(publication, close, compare(publication, close))
+        _add(tx, publication, close, pair.resultado)
+        _add(tx, close, publication, pair.resultado)
+        pairs.append(pair)
+    return pairs
+
+
+def _add(tx: WriteTransaction, mine: Observation, theirs: Observation, resultado: str) -> None:
+    tx.add(
+        Cotejo(
+            id=str(uuid.uuid4()),
+            revision=tx.revision,
+            seq=tx.next_seq(),
+            observacion_id=mine.id,
+            contraparte=theirs.fuente,
+            contraparte_observacion_id=theirs.id,
+            contraparte_fecha=theirs.fecha_serie,
+            resultado=resultado,
+            regla=RULE_TEXT,
+        )
+    )
