@@ -21,6 +21,7 @@ from builder.build import Builder
 from builder.capture import Stores, capture_taxauth_txt
 from builder.capture_centralbank import capture_centralbank
 from builder.importer import ImportError_, import_csv
+from builder.operator import OperatorError, annotate, parse_annotation, publish_series
 from builder.registry.verify import verify_registry
 from builder.settings import Settings, SettingsError, load_settings
 from builder.tree import Tree
@@ -63,6 +64,52 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         stores.close()
     emit(result.to_json())
+    return 0
+
+
+def cmd_annotate(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        request = parse_annotation(
+            args.fecha, args.texto, args.actor, args.justification, args.serie,
+            args.compra, args.venta,
+        )  # fmt: skip
+    except OperatorError as error:
+        raise CommandError(str(error)) from None
+    stores = Stores.open(settings.home)
+    try:
+        result = annotate(stores, request, clock.now(settings))
+    finally:
+        stores.close()
+    emit(result.to_json())
+    return 0
+
+
+def cmd_series_publish(args: argparse.Namespace, settings: Settings) -> int:
+    stores = Stores.open(settings.home)
+    try:
+        result = publish_series(
+            stores, args.serie, args.actor, args.justification, clock.now(settings)
+        )
+    except OperatorError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        stores.close()
+    emit(result.to_json())
+    return 0
+
+
+def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
+    """What a scheduler runs: capture every enabled source, then build."""
+    stores = Stores.open(settings.home)
+    try:
+        captures = {}
+        for source in settings.sources:
+            result = CAPTURES[source](stores, settings, clock.now(settings), None)
+            captures[source] = result.to_json()
+        built = Builder(stores.registry, stores.blobs, Tree(settings.site)).build()
+    finally:
+        stores.close()
+    emit({"captures": captures, "build": built.to_json()})
     return 0
 
 
@@ -139,6 +186,28 @@ def build_parser() -> argparse.ArgumentParser:
     importing.add_argument("--actor", required=True)
     importing.add_argument("--justification", required=True, help="where the values came from")
     importing.set_defaults(handler=cmd_import)
+
+    annotating = commands.add_parser("annotate", help="record one human annotation")
+    annotating.add_argument("--fecha", required=True, help="YYYY-MM-DD")
+    annotating.add_argument("--texto", required=True)
+    annotating.add_argument("--actor", required=True)
+    annotating.add_argument("--justification", required=True)
+    annotating.add_argument("--serie", help="publicado or cierre; absent: every series")
+    annotating.add_argument("--compra", help="a value, with --venta")
+    annotating.add_argument("--venta", help="a value, with --compra")
+    annotating.set_defaults(handler=cmd_annotate)
+
+    series = commands.add_parser("series", help="series switches").add_subparsers(
+        dest="series_command", required=True
+    )
+    publishing = series.add_parser("publish", help="put a series in production (cierre)")
+    publishing.add_argument("serie")
+    publishing.add_argument("--actor", required=True)
+    publishing.add_argument("--justification", required=True)
+    publishing.set_defaults(handler=cmd_series_publish)
+
+    tick = commands.add_parser("tick", help="capture every enabled source, then build")
+    tick.set_defaults(handler=cmd_tick)
 
     build = commands.add_parser("build", help="render every unpublished revision, then publish")
     build.set_defaults(handler=cmd_build)

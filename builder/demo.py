@@ -3,9 +3,10 @@
 1. Import the tax authority's real 2021-2026 history (``data/seed``, derived from the recorded
    fixture; its justification names the origin) as ``importado`` observations.
 2. Capture, from a local HTTP server on 127.0.0.1, files in the documented shape so that evidence,
-   a direct observation superseding an import, a correction and an alert can be seen. Their
-   ``identidad_consulta`` names the local URL they really came from: these bytes are the
-   project's own, never passed off as the source's.
+   a direct observation superseding an import, a correction and an alert can be seen; then the
+   central bank's real recorded answer of 1-8 September 2026 (five SBS closes), which the
+   imported publications of 2-8 September are cross-checked against. Their
+   ``identidad_consulta`` names the local URL they really came from, never the source's.
 3. Build the static tree.
 4. With ``--serve``: revoke the previous demo token, issue a new one, print it with a ready-to-paste
    ``curl`` line, and serve the gateway on 127.0.0.1:8000.
@@ -22,7 +23,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from importlib import resources
 from pathlib import Path
 
@@ -30,6 +31,7 @@ import orjson
 
 from builder.build import Builder
 from builder.capture import Stores, capture_taxauth_txt
+from builder.capture_centralbank import capture_centralbank
 from builder.durable import replace_durably
 from builder.importer import import_csv
 from builder.settings import Settings, load_settings
@@ -37,6 +39,8 @@ from builder.tree import Tree
 from tokens.store import TokenError, TokenStore
 
 SEED = "sunat_usd_pen_2021-01-01_2026-09-21.csv"
+CENTRALBANK_SEED = "bcrp_PD04639PD-PD04640PD_2026-09-01_2026-09-08.json"
+CENTRALBANK_RANGE = (date(2026, 9, 1), date(2026, 9, 8))
 JUSTIFICATION = (
     "Historia real del tipo de cambio publicado por SUNAT, 2021-01-01 a 2026-09-21, tomada de "
     "ivanjoz/public-business-data (data/tipo-cambio-sunat-usd-pen.json, commit 85fb25e), espejo "
@@ -56,15 +60,15 @@ def say(text: str) -> None:
 
 
 @contextmanager
-def local_source() -> Iterator[tuple[str, list[tuple[int, bytes]]]]:
+def local_source() -> Iterator[tuple[str, list[tuple[int, bytes, str]]]]:
     """A one-file HTTP server on 127.0.0.1 whose next answer the caller sets."""
-    answer: list[tuple[int, bytes]] = [(200, b"")]
+    answer: list[tuple[int, bytes, str]] = [(200, b"", "text/plain")]
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            status, body = answer[0]
+            status, body, content_type = answer[0]
             self.send_response(status)
-            self.send_header("Content-Type", "text/plain; charset=ISO-8859-1")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -76,7 +80,7 @@ def local_source() -> Iterator[tuple[str, list[tuple[int, bytes]]]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}/a/txt/tipoCambio.txt", answer
+        yield f"http://127.0.0.1:{server.server_port}", answer
     finally:
         server.shutdown()
         server.server_close()
@@ -95,12 +99,19 @@ def seed(settings: Settings, now: datetime) -> None:
         if has_direct:
             say("local captures: already done, skipped")
             return
-        with local_source() as (url, answer):
+        with local_source() as (base, answer):
+            url = base + "/a/txt/tipoCambio.txt"
             for status, body in DEMO_FILES:
-                answer[0] = (status, body)
+                answer[0] = (status, body, "text/plain; charset=ISO-8859-1")
                 result = capture_taxauth_txt(stores, settings, now, url=url)
                 alert = f", alert {result.alertas[0].tipo}" if result.alertas else ""
                 say(f"capture of {url} ({status}): {result.outcome}{alert}")
+            recorded = resources.files("builder").joinpath("data", "seed", CENTRALBANK_SEED)
+            answer[0] = (200, recorded.read_bytes(), "text/html; charset=UTF-8")
+            start, end = CENTRALBANK_RANGE
+            result = capture_centralbank(stores, settings, now, base + "/api", start=start, end=end)
+            checks = stores.registry.conn.execute("SELECT count(*) FROM cotejos").fetchone()[0]
+            say(f"capture of the central bank's answer: {result.outcome}, {checks} cotejos")
     finally:
         stores.close()
 

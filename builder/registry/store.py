@@ -265,6 +265,14 @@ class Registry:
         ).fetchone()
         return row is not None
 
+    def series_in_production(self, moneda: str, serie: str) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM series_switches WHERE moneda = ? AND serie = ? AND estado = 'produccion'"
+            " LIMIT 1",
+            (moneda, serie),
+        ).fetchone()
+        return row is not None
+
     def annotations_at(self, revision: int) -> list[Annotation]:
         return self._many(Annotation, "revision <= ? ORDER BY fecha, revision, id", (revision,))
 

@@ -220,7 +220,7 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def gateway(demo_home: Path) -> Iterator[Gateway]:
-    """The gateway over the demo: real history, a correction, an open alert; published 5."""
+    """The gateway over the demo: real history, a correction, an open alert, closes; published 6."""
     env = home_env(demo_home)
     _, token = issue_token(env, "contract")
     yield from _running(demo_home, env, token)

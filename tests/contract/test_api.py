@@ -43,7 +43,7 @@ OBSERVATION_FIELDS = {
     "evidencia_id",
     "revision_creada",
 }
-PUBLISHED = 5  # the demo publishes revision 5: import, capture, identical, correction, failure
+PUBLISHED = 6  # import, capture, identical, correction, failure, central bank capture
 RATES = "/v1/rates?currency=USD&series=publicado"
 SEPT = RATES + "&from=2026-09-15&to=2026-09-30"
 UNKNOWN_UUID = "00000000-0000-4000-8000-000000000000"
@@ -100,7 +100,7 @@ def correction(gateway: Gateway) -> tuple[dict[str, Any], dict[str, Any]]:
         SEPT + "&as_of_revision=0",
         SEPT + "&as_of_revision=01",
         SEPT + "&as_of_revision=-1",
-        SEPT + "&as_of_revision=6",
+        SEPT + f"&as_of_revision={PUBLISHED + 1}",
         SEPT + "&as_of_revision=",
         SEPT + "&page_token=garbage",
         SEPT + "&currency=USD",
