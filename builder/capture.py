@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from builder import faults
+from builder import faults, health
 from builder.alerts import Alert, AlertStore
 from builder.business_days import today_in_lima
 from builder.canonical import utc_timestamp
@@ -137,14 +137,27 @@ def capture_taxauth_txt(
     session: requests.Session | None = None,
 ) -> CaptureResult:
     """One capture run of the tax authority's text file."""
-    url = url or settings.taxauth_url
     run = Run(TAXAUTH_TXT, now)
+    checks = OperationalChecks(stores, settings, run)
+    return checks.added_to(_capture_taxauth_txt(stores, settings, run, checks, url, session))
+
+
+def _capture_taxauth_txt(
+    stores: Stores,
+    settings: Settings,
+    run: Run,
+    checks: OperationalChecks,
+    url: str | None,
+    session: requests.Session | None,
+) -> CaptureResult:
+    url = url or settings.taxauth_url
     expected = run.today_lima
     try:
         exchange = fetch(
             url, max_body_bytes=settings.max_body_bytes, proxy=settings.proxy, session=session
         )
     except FetchFailure as failure:
+        checks.clock(failure.exchange)
         return record_failure(
             stores,
             run,
@@ -154,6 +167,7 @@ def capture_taxauth_txt(
             f"GET {url}",
             [expected],
         )
+    checks.clock(exchange)
     faults.crash_point("after_fetch")
     try:
         rate = taxauth_txt.parse_taxauth_txt(exchange.body, expected)
@@ -168,6 +182,43 @@ def capture_taxauth_txt(
             [expected],
         )
     return record_rates(stores, settings, run, exchange, [rate])
+
+
+# -- operational checks -------------------------------------------------------------------
+
+
+class OperationalChecks:
+    """The machine's health around one run: disk space before the write, clock at the fetch."""
+
+    def __init__(self, stores: Stores, settings: Settings, run: Run) -> None:
+        self.stores = stores
+        self.settings = settings
+        self.run = run
+        self.alerts: list[Alert] = []
+        low = health.check_disk(stores.alerts, settings.home, settings.min_free_bytes, run.now)
+        self._keep(low)
+
+    def clock(self, exchange: HttpExchange | None) -> None:
+        if exchange is None:
+            return
+        self._keep(
+            health.check_clock(
+                self.stores.alerts,
+                self.run.spec.fuente,
+                exchange.headers,
+                datetime.now(UTC),  # the machine's real clock, never FXEV_NOW
+                self.settings.clock_tolerance_s,
+            )
+        )
+
+    def _keep(self, alert: Alert | None) -> None:
+        if alert is not None:
+            self.alerts.append(alert)
+
+    def added_to(self, result: CaptureResult) -> CaptureResult:
+        if not self.alerts:
+            return result
+        return dataclasses.replace(result, alertas=(*result.alertas, *self.alerts))
 
 
 # -- recording ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import requests
 from builder import faults
 from builder.capture import (
     CaptureResult,
+    OperationalChecks,
     Run,
     SourceSpec,
     Stores,
@@ -48,6 +49,20 @@ def capture_centralbank(
 ) -> CaptureResult:
     """One run over ``start``..``end`` (default: the configured days back to today in Lima)."""
     run = Run(CENTRALBANK, now)
+    checks = OperationalChecks(stores, settings, run)
+    return checks.added_to(_capture(stores, settings, run, checks, base_url, session, start, end))
+
+
+def _capture(
+    stores: Stores,
+    settings: Settings,
+    run: Run,
+    checks: OperationalChecks,
+    base_url: str | None,
+    session: requests.Session | None,
+    start: date | None,
+    end: date | None,
+) -> CaptureResult:
     end = end or run.today_lima
     start = start or end - timedelta(days=settings.centralbank_days - 1)
     url = centralbank.query_url(base_url or settings.centralbank_url, start, end)
@@ -61,10 +76,12 @@ def capture_centralbank(
             session=session,
         )
     except FetchFailure as failure:
+        checks.clock(failure.exchange)
         return record_failure(
             stores, run, failure.alert_type, failure.message, failure.exchange, f"GET {url}",
             expected,
         )  # fmt: skip
+    checks.clock(exchange)
     faults.crash_point("after_fetch")
     try:
         answer = centralbank.parse_response(

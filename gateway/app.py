@@ -24,6 +24,7 @@ from sanic.response import HTTPResponse, raw
 from builder.alerts import AlertStore
 from builder.business_days import today_in_lima
 from builder.canonical import utc_timestamp
+from builder.health import ntp_state
 from builder.settings import Settings, load_settings
 from builder.tree import Tree
 from gateway import envelope, pagetoken, params
@@ -247,13 +248,13 @@ def header_text(value: str) -> str:
 
 
 async def health_live(request: Request) -> HTTPResponse:
-    return send(request, b'{"status":"alive"}')
+    return send(request, b'{"status":"alive"}', body_request_id=None)
 
 
 async def health_ready(request: Request) -> HTTPResponse:
     published(request)
     params.no_params(query(request))
-    return send(request, b'{"status":"ready"}')
+    return send(request, b'{"status":"ready"}', body_request_id=None)
 
 
 async def rates(request: Request) -> HTTPResponse:
@@ -383,7 +384,7 @@ async def health_freshness(request: Request) -> HTTPResponse:
         "series": entries,
         "alertas_abiertas": len(request.app.ctx.alerts.list(open_only=True)),
         "hoy_lima": today.isoformat(),
-        "ntp": "no_verificado",
+        "ntp": ntp_state(),
     }
     return send(request, envelope.object_body(value, pub.revision, x_request_id(request)))
 

@@ -200,7 +200,8 @@ class AnnotationsQuery:
         fecha = str(annotation.get("fecha", ""))
         return (
             (self.currency is None or annotation.get("moneda") == self.currency)
-            and (self.series is None or annotation.get("serie") == self.series)
+            # An annotation without a series is about every series.
+            and (self.series is None or annotation.get("serie") in (self.series, None))
             and (self.start is None or fecha >= self.start)
             and (self.end is None or fecha <= self.end)
         )

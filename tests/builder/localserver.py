@@ -134,7 +134,10 @@ class LocalServer:
                 if length:
                     self.rfile.read(length)
                 response = server._current()
-                self.send_response(response.status)
+                # Like a real server: a Date header, unless the test gives its own.
+                self.send_response_only(response.status)
+                if not any(name.lower() == "date" for name, _ in response.headers):
+                    self.send_header("Date", self.date_time_string())
                 for name, value in response.headers:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(response.body)))

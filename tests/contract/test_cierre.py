@@ -150,12 +150,18 @@ def test_annotations_are_served_as_of_the_queried_revision(tmp_path: Path, demo_
         )[-1]
     )  # fmt: skip
     assert note["revision"] == PUBLISHED + 1
+    everywhere = orjson.loads(
+        fxev(env, "annotate", "--fecha", "2026-09-08", "--texto", "Feriado regional",
+             "--actor", "ana", "--justification", "aviso")[-1]
+    )  # fmt: skip
+    assert everywhere["revision"] == PUBLISHED + 2
     bad = run_fxev(env, "annotate", "--fecha", "2026-09-31", "--texto", "x", "--actor", "a",
                    "--justification", "j")  # fmt: skip
     assert bad.returncode != 0 and bad.stderr.startswith("fxev: ")
     fxev(env, "build")
     for gw in _running(tmp_path, env, token):
-        (item,) = gw.get("/v1/annotations?currency=USD&series=publicado").json()["items"]
+        item, general = gw.get("/v1/annotations?currency=USD&series=publicado").json()["items"]
+        assert (general["fecha"], general["serie"]) == ("2026-09-08", None)
         assert item == item | {
             "fecha": "2026-09-07",
             "moneda": "USD",
@@ -167,9 +173,9 @@ def test_annotations_are_served_as_of_the_queried_revision(tmp_path: Path, demo_
             "justificacion": "llamada a la SBS",
             "revision": PUBLISHED + 1,
         }
-        assert gw.get("/v1/annotations?series=cierre").json()["items"] == []
+        assert gw.get("/v1/annotations?series=cierre").json()["items"] == [general]
         with_notes = gw.get(PUBLICADO + "&include_annotations=true").json()
-        assert [a["id"] for a in with_notes["annotations"]] == [item["id"]]
+        assert [a["id"] for a in with_notes["annotations"]] == [item["id"], general["id"]]
         before = gw.get(PUBLICADO + f"&include_annotations=true&as_of_revision={PUBLISHED}")
         assert before.json()["annotations"] == []
         # The annotation never becomes the value.

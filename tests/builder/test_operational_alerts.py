@@ -1,0 +1,168 @@
+"""Operational alerts, each condition injected: low disk, a clock off the source's ``Date``, the
+NTP state, and a proxy (tunnel) that is down as distinct from a source that is down. These use
+real HTTP to servers on 127.0.0.1, so no ``responses`` here."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+
+import pytest
+
+from builder.capture import Stores, capture_taxauth_txt
+from builder.capture_centralbank import capture_centralbank
+from builder.health import (
+    STA_UNSYNC,
+    TIME_ERROR,
+    check_disk,
+    clock_out_of_tolerance,
+    date_header,
+    ntp_state,
+    ntp_state_of,
+    read_adjtimex,
+)
+from builder.settings import Settings
+from tests.builder.conftest import NOW, lima
+from tests.builder.localserver import LocalServer
+
+LINE = b"20/09/2026|3.354|3.362|"
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def http_date(offset: timedelta) -> str:
+    return format_datetime(datetime.now(UTC) + offset, usegmt=True)
+
+
+# -- pure decisions ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("result", "status", "state"),
+    [
+        (0, 0, "sincronizado"),  # TIME_OK
+        (1, 0, "sincronizado"),  # TIME_INS: a leap second pending, still synchronised
+        (TIME_ERROR, 0, "no_sincronizado"),
+        (0, STA_UNSYNC, "no_sincronizado"),
+        (None, 0, "no_verificado"),  # the call failed
+        (-1, 0, "no_verificado"),
+    ],
+)
+def test_ntp_state_from_adjtimex(result: int | None, status: int, state: str) -> None:
+    assert ntp_state_of(result, status) == state
+    assert ntp_state(lambda: (result, status)) == state
+
+
+def test_this_machines_ntp_state_is_one_of_the_three() -> None:
+    assert ntp_state(read_adjtimex) in {"sincronizado", "no_sincronizado", "no_verificado"}
+
+
+@pytest.mark.parametrize(
+    ("offset_s", "alert"), [(0, False), (61, False), (62, True), (-62, True), (-3600, True)]
+)
+def test_clock_tolerance_allows_one_second_of_date_rounding(offset_s: float, alert: bool) -> None:
+    assert clock_out_of_tolerance(offset_s, 60) is alert
+
+
+def test_date_header_is_read_case_insensitively_and_garbage_ignored() -> None:
+    assert date_header([("date", "Sun, 20 Sep 2026 18:00:00 GMT")]) == datetime(
+        2026, 9, 20, 18, tzinfo=UTC
+    )
+    assert date_header([("Date", "yesterday")]) is None
+    assert date_header([("Server", "x")]) is None
+
+
+# -- injected conditions -------------------------------------------------------------------------
+
+
+def test_low_disk_raises_disco_and_the_capture_is_still_recorded(
+    stores: Stores, make_settings: Callable[..., Settings]
+) -> None:
+    settings = make_settings(FXEV_MIN_FREE_BYTES=str(10**18))  # more than any disk has
+    with LocalServer(LINE) as source:
+        result = capture_taxauth_txt(stores, settings, NOW, url=source.url)
+    assert result.outcome == "nueva"
+    (alert,) = [a for a in result.alertas if a.tipo == "disco"]
+    assert alert.detalle["minimo"] == 10**18
+    again = check_disk(stores.alerts, settings.home, 10**18, NOW)
+    assert again is not None and again.id == alert.id and again.contador == 2  # de-duplicated
+
+
+def test_enough_disk_raises_nothing(stores: Stores, settings: Settings, tmp_path: Path) -> None:
+    assert check_disk(stores.alerts, tmp_path / "not-yet-created", 1, NOW) is None
+
+
+@pytest.mark.parametrize("offset", [timedelta(hours=2), timedelta(minutes=-5)])
+def test_a_clock_off_the_sources_date_raises_reloj(
+    stores: Stores, settings: Settings, offset: timedelta
+) -> None:
+    with LocalServer(LINE, headers={"Content-Type": "text/plain"}) as source:
+        source.set(headers={"Content-Type": "text/plain", "Date": http_date(offset)})
+        result = capture_taxauth_txt(stores, settings, NOW, url=source.url)
+    assert result.outcome == "nueva"
+    (alert,) = [a for a in result.alertas if a.tipo == "reloj_fuera_de_tolerancia"]
+    assert alert.fuente == "taxauth_txt"
+    assert abs(abs(alert.detalle["desfase_s"]) - abs(offset.total_seconds())) < 5
+
+
+def test_a_clock_within_tolerance_raises_nothing(stores: Stores, settings: Settings) -> None:
+    with LocalServer(LINE) as source:
+        source.set(headers={"Content-Type": "text/plain", "Date": http_date(timedelta(0))})
+        result = capture_taxauth_txt(stores, settings, NOW, url=source.url)
+    assert [a.tipo for a in result.alertas] == []
+
+
+def test_the_central_bank_capture_checks_the_clock_too(
+    stores: Stores, make_settings: Callable[..., Settings]
+) -> None:
+    settings = make_settings(FXEV_CENTRALBANK_DAYS="3")
+    with LocalServer(b"<html></html>", path="/api") as source:
+        source.set(headers={"Content-Type": "text/html", "Date": http_date(timedelta(days=1))})
+        result = capture_centralbank(
+            stores, settings, lima(NOW.date()), base_url=source.url.removesuffix("/api") + "/api"
+        )
+    assert sorted(a.tipo for a in result.alertas) == ["cambio_formato", "reloj_fuera_de_tolerancia"]
+
+
+def test_an_unreachable_proxy_is_tunel_caido_not_the_source(
+    stores: Stores, make_settings: Callable[..., Settings]
+) -> None:
+    settings = make_settings(FXEV_PROXY=f"http://127.0.0.1:{closed_port()}")
+    with LocalServer(LINE) as source:
+        result = capture_taxauth_txt(stores, settings, NOW, url=source.url)
+        assert source.requests == 0
+    assert result.outcome == "fallo"
+    assert [a.tipo for a in result.alertas] == ["tunel_caido"]
+    events = stores.registry.events_of_revision(result.revision)
+    assert [(e.tipo, e.fecha_serie) for e in events] == [("tunel_caido", "2026-09-20")]
+
+
+def test_a_source_down_behind_a_working_proxy_is_fuente_no_disponible(
+    stores: Stores, make_settings: Callable[..., Settings]
+) -> None:
+    # The proxy answers for the source it could not reach: 502 Bad Gateway.
+    with LocalServer(b"Bad Gateway", status=502) as proxy:
+        settings = make_settings(FXEV_PROXY=f"http://127.0.0.1:{proxy.port}")
+        result = capture_taxauth_txt(
+            stores, settings, NOW, url="http://taxauth.invalid/a/txt/tipoCambio.txt"
+        )
+        assert proxy.requests == 1  # the request did go through the tunnel
+    assert [a.tipo for a in result.alertas] == ["fuente_no_disponible"]
+
+
+def test_a_working_proxy_carries_the_capture(
+    stores: Stores, make_settings: Callable[..., Settings]
+) -> None:
+    with LocalServer(LINE) as proxy:
+        settings = make_settings(FXEV_PROXY=f"http://127.0.0.1:{proxy.port}")
+        result = capture_taxauth_txt(
+            stores, settings, NOW, url="http://taxauth.invalid/a/txt/tipoCambio.txt"
+        )
+    assert result.outcome == "nueva"
