@@ -1,7 +1,9 @@
-"""The README documents every setting the code reads, with the code's defaults."""
+"""The README documents every setting the code reads, with the code's defaults, and its JSON
+examples are valid JSON."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -34,3 +36,11 @@ def test_every_documented_default_is_what_load_settings_gives_for_an_empty_envir
     assert settings.sources == ("taxauth_txt", "centralbank")
     assert settings.max_body_bytes == 1048576
     assert settings.now is None and settings.proxy is None and settings.token is None
+
+
+def test_every_json_example_in_the_readme_parses():
+    """Examples are cut by leaving elements out, never by an ellipsis inside the JSON."""
+    blocks = re.findall(r"^```json\n(.*?)^```$", README.read_text(), re.MULTILINE | re.DOTALL)
+    assert len(blocks) >= 12
+    for block in blocks:
+        json.loads(block)
