@@ -30,9 +30,15 @@ RATES = "/v1/rates?currency=USD&series=publicado&from=2026-09-15&to=2026-09-30"
 LATEST = "/v1/rates/latest?currency=USD&series=publicado"
 AS_OF = RATES + "&as_of_revision=3"  # before the demo's correction: superseded_por is set
 WITH_ANNOTATIONS = RATES + "&include_annotations=true"
+# Publications of 2-8 September carry cross-checks against the demo's central bank closes.
+CROSS_CHECKED = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-10"
 UNKNOWN_UUID = "00000000-0000-4000-8000-000000000000"
 # Keys that depend on the record's type, snapshotted per type in SNAPSHOT["detalle"].
-OPAQUE = {"observation": {"eventos[].detalle"}, "alerts": {"items[].detalle"}}
+OPAQUE = {
+    "observation": {"eventos[].detalle"},
+    "observation_cross_checked": {"eventos[].detalle"},
+    "alerts": {"items[].detalle"},
+}
 # Headers of the HTTP transport, not of the API.
 TRANSPORT_HEADERS = {"connection", "keep-alive", "content-length", "transfer-encoding", "date"}
 
@@ -146,6 +152,12 @@ def bodies(gateway: Gateway, observations: list[dict[str, Any]]) -> dict[str, li
             assert resp.status_code in (200, 422), (resp.url, resp.text)
         found[kind] = [resp.json() for resp in responses]
     found["observation"] = [observations[0]]
+    checked = gateway.get(CROSS_CHECKED).json()
+    found["rates_cross_checked"] = [checked]
+    close_id = next(i for i in checked["items"] if i["cotejos"])["cotejos"][0][
+        "contraparte_observacion_id"
+    ]
+    found["observation_cross_checked"] = [gateway.get(f"/v1/observations/{close_id}").json()]
     errors = [
         gateway.get(RATES.replace("2026-09-15", "2026-10-15")),  # 400: from after to
         gateway.get("/v1/coverage", token=None),  # 401
