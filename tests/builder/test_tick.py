@@ -1,0 +1,65 @@
+"""``fxev tick``, what a scheduler runs: every enabled source captured, then one build; a tick
+that finds nothing new makes no revision beyond what its captures record."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.builder.localserver import LocalServer
+from tests.realdata import bcrp_recording
+
+ROOT = Path(__file__).resolve().parents[2]
+NOW = "2026-09-08T20:00:00-05:00"
+TEXT = b"08/09/2026|3.351|3.372|\r\n"  # the real publication of 8 September
+TIMEOUT = 120
+
+
+def tick(env: dict[str, str]) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "builder", "tick"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_tick_captures_every_enabled_source_then_builds(tmp_path: Path) -> None:
+    text = LocalServer(TEXT, headers={"Content-Type": "text/plain"})
+    bank = LocalServer(
+        bcrp_recording().body, headers={"Content-Type": "text/html; charset=UTF-8"}, path="/api"
+    )
+    with text, bank:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")} | {
+            "FXEV_HOME": str(tmp_path / "home"),
+            "FXEV_SITE": str(tmp_path / "site"),
+            "FXEV_NOW": NOW,
+            "FXEV_TAXAUTH_URL": text.url,
+            "FXEV_CENTRALBANK_URL": bank.url,
+            "FXEV_CENTRALBANK_DAYS": "8",
+            "PYTHONPATH": str(ROOT),
+        }
+        first = tick(env)
+        assert set(first["captures"]) == {"taxauth_txt", "centralbank"}
+        assert first["captures"]["taxauth_txt"]["outcome"] == "nueva"
+        assert first["captures"]["centralbank"]["outcome"] == "nueva"
+        assert first["build"]["published_revision"] == 2
+        # The publication of the 8th was checked against the close of the 7th, in revision 2.
+        second = tick(env)
+        assert {c["outcome"] for c in second["captures"].values()} == {"identica"}
+        assert second["build"]["published_revision"] == 4  # two identical re-captures, no more
+
+        only_text = env | {"FXEV_SOURCES": "taxauth_txt"}
+        third = tick(only_text)
+        assert list(third["captures"]) == ["taxauth_txt"]
+        assert third["build"]["published_revision"] == 5
+        assert bank.requests == 2  # the disabled source was not asked
