@@ -141,6 +141,15 @@ class AlertStore:
                 )
         return self.get(alert_id)
 
+    def find_open(
+        self, tipo: str, fuente: str | None, fecha_serie: str | None = None
+    ) -> Alert | None:
+        """The condition's alert that is not ``resuelta``, if there is one."""
+        found = self._fetch(
+            "condicion = ? AND estado != 'resuelta'", (condition_key(tipo, fuente, fecha_serie),)
+        )
+        return found[0] if found else None
+
     def resolve_source_failures(self, fuente: str, now: datetime) -> list[Alert]:
         """A successful capture of ``fuente`` resolves its open source-failure alerts."""
         marks = ", ".join("?" for _ in SYSTEM_RESOLVED)

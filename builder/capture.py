@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -34,6 +34,8 @@ from builder.sources.common import InvariantError, ParsedRate, SourceFormatError
 MONEDA = "USD"
 # Worst first: the run's outcome is the worst of its dates' outcomes.
 OUTCOME_SEVERITY = ("fallo", "correccion", "nueva", "identica")
+# A run's execution kind -> the kind of the registry revision it writes (schema.sql).
+REVISION_KINDS = {"capture": "captura", "backfill": "backfill"}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -99,11 +101,24 @@ class CaptureResult:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Run:
-    """One execution: its id, its instant, and the source it reads."""
+    """One execution: its id, its instant, the source it reads, and its kind.
+
+    ``kind`` is the execution kind (``capture`` or ``backfill``); it names the registry revision
+    the run writes (``captura`` or ``backfill``).
+    """
 
     spec: SourceSpec
     now: datetime
     ejecucion_id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
+    kind: str = "capture"
+
+    def __post_init__(self) -> None:
+        if self.kind not in REVISION_KINDS:
+            raise ValueError(f"run kind {self.kind!r}: expected one of {sorted(REVISION_KINDS)}")
+
+    @property
+    def revision_kind(self) -> str:
+        return REVISION_KINDS[self.kind]
 
     @property
     def stamp(self) -> str:
@@ -112,6 +127,22 @@ class Run:
     @property
     def today_lima(self) -> date:
         return today_in_lima(self.now)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SavedAnswer:
+    """A source's answer that reached us as a file an operator saved, not through our own fetch.
+
+    Its bytes are evidence like a fetched body, with no HTTP status or headers (we saw none);
+    ``identidad_consulta`` names the query that produced it.
+    """
+
+    body: bytes
+    identidad_consulta: str
+    content_type: str
+
+
+Answer = HttpExchange | SavedAnswer
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -229,11 +260,14 @@ def store_evidence(
     tx: WriteTransaction,
     run: Run,
     body: bytes,
-    exchange: HttpExchange | None,
+    exchange: Answer | None,
     identidad_consulta: str,
     content_type: str | None = None,
 ) -> Evidence:
     """Insert the evidence row of ``body``, whose bytes must already be in the blob store."""
+    if isinstance(exchange, SavedAnswer):
+        content_type = content_type or exchange.content_type
+        exchange = None
     sha256 = stores.blobs.sha256_of_stored(body)
     return tx.add(
         Evidence(
@@ -320,7 +354,7 @@ def record_failure(
     run: Run,
     alert_type: str,
     message: str,
-    exchange: HttpExchange | None,
+    exchange: Answer | None,
     identidad_consulta: str,
     expected_dates: Sequence[date],
 ) -> CaptureResult:
@@ -329,7 +363,7 @@ def record_failure(
     spec = run.spec
     stores.blobs.put(body)
     faults.crash_point("after_blob_write")
-    with stores.registry.write("captura", run.now) as tx:
+    with stores.registry.write(run.revision_kind, run.now) as tx:
         evidence = store_evidence(stores, tx, run, body, exchange, identidad_consulta)
         for expected in expected_dates:
             add_event(
@@ -368,16 +402,22 @@ def record_rates(
     stores: Stores,
     settings: Settings,
     run: Run,
-    exchange: HttpExchange,
+    exchange: Answer,
     rates: Sequence[ParsedRate],
     declared_no_data: Sequence[date] = (),
+    execution_detail: Mapping[str, Any] | None = None,
 ) -> CaptureResult:
     """Record a successful run: one revision holding every date's observation and events, the
-    dates the source declared without data, and the cross-checks any of them touched."""
+    dates the source declared without data, and the cross-checks any of them touched.
+
+    ``execution_detail`` adds keys to the execution's ``detalle`` (what a backfill found
+    missing). Only a capture resolves the source's failure alerts (DECISIONS 7: "the next
+    capture of that source").
+    """
     recorded: list[Recorded] = []
     stores.blobs.put(exchange.body)
     faults.crash_point("after_blob_write")
-    with stores.registry.write("captura", run.now) as tx:
+    with stores.registry.write(run.revision_kind, run.now) as tx:
         evidence = store_evidence(
             stores, tx, run, exchange.body, exchange, exchange.identidad_consulta
         )
@@ -389,10 +429,16 @@ def record_rates(
         pairs = cross_check(stores.registry, tx, run.spec.serie, recorded, declared)
         # A run that only declares dates without data still records something new.
         outcome = worst_outcome([r.outcome.outcome for r in recorded]) if recorded else "nueva"
-        detalle = {"fechas": len(recorded), "nd_fuente": [d.isoformat() for d in declared]}
+        detalle = {
+            "fechas": len(recorded),
+            "nd_fuente": [d.isoformat() for d in declared],
+            **(execution_detail or {}),
+        }
         tx.add(_execution(tx, run, outcome, detalle))
         tx.summary = {"fuente": run.spec.fuente, "outcome": outcome, "fechas": len(recorded)}
-    alerts = stores.alerts.resolve_source_failures(run.spec.fuente, run.now)
+    alerts: list[Alert] = []
+    if run.kind == "capture":
+        alerts += stores.alerts.resolve_source_failures(run.spec.fuente, run.now)
     alerts += raise_discrepancies(stores.alerts, pairs, tx.revision, run.now)
     for item in recorded:
         if item.implausible:
@@ -580,7 +626,7 @@ def _execution(tx: WriteTransaction, run: Run, outcome: str, detalle: dict[str, 
     return Execution(
         id=run.ejecucion_id,
         revision=tx.revision,
-        kind="capture",
+        kind=run.kind,
         fuente=run.spec.fuente,
         started_at=run.stamp,
         outcome=outcome,

@@ -17,7 +17,17 @@ import orjson
 
 from builder import clock
 from builder.alerts import AlertError
+from builder.backfill import (
+    BACKFILL_SOURCES,
+    BackfillError,
+    backfill_centralbank,
+    backfill_taxauth,
+    check_request,
+    parse_date,
+    read_saved,
+)
 from builder.build import Builder
+from builder.business_days import today_in_lima
 from builder.capture import Stores, capture_taxauth_txt
 from builder.capture_centralbank import capture_centralbank
 from builder.importer import ImportError_, import_csv
@@ -110,6 +120,31 @@ def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         stores.close()
     emit({"captures": captures, "build": built.to_json()})
+    return 0
+
+
+def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
+    now = clock.now(settings)
+    try:
+        start = parse_date(args.start, "--from")
+        end = parse_date(args.end, "--to")
+        check_request(args.source, start, end, today_in_lima(now), args.from_file)
+        saved = None
+        if args.from_file is not None:
+            saved = read_saved(Path(args.from_file), settings.max_body_bytes)
+    except BackfillError as error:
+        raise CommandError(str(error)) from None
+    stores = Stores.open(settings.home)
+    try:
+        if args.source == "centralbank":
+            result = backfill_centralbank(stores, settings, now, start, end, args.url)
+        else:
+            assert saved is not None  # check_request: taxauth_txt needs --from-file
+            name = Path(args.from_file).name
+            result = backfill_taxauth(stores, settings, now, start, end, saved, name, args.url)
+    finally:
+        stores.close()
+    emit(result.to_json())
     return 0
 
 
@@ -208,6 +243,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     tick = commands.add_parser("tick", help="capture every enabled source, then build")
     tick.set_defaults(handler=cmd_tick)
+
+    backfill = commands.add_parser(
+        "backfill", help="a source's own history for a date range, as one revision"
+    )
+    backfill.add_argument("--source", required=True, choices=BACKFILL_SOURCES)
+    backfill.add_argument("--from", dest="start", required=True, metavar="YYYY-MM-DD")
+    backfill.add_argument("--to", dest="end", required=True, metavar="YYYY-MM-DD")
+    backfill.add_argument(
+        "--url",
+        help="centralbank: the API's base instead of the configured one; taxauth_txt: the "
+        "endpoint that answered the saved file (default: the documented one)",
+    )
+    backfill.add_argument(
+        "--from-file",
+        metavar="SAVED",
+        help="taxauth_txt (required): the monthly history answer saved from the browser",
+    )
+    backfill.set_defaults(handler=cmd_backfill)
 
     build = commands.add_parser("build", help="render every unpublished revision, then publish")
     build.set_defaults(handler=cmd_build)

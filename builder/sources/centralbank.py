@@ -41,11 +41,9 @@ are simply absent.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Mapping
 from datetime import date
-from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
@@ -55,6 +53,7 @@ from builder.sources.common import (
     SourceFormatError,
     check_rate_invariants,
 )
+from builder.sources.jsontext import array_elements, expect, expect_end, skip, value_at
 
 FUENTE = "centralbank"
 SERIE = "cierre"
@@ -92,7 +91,6 @@ MONTHS: Mapping[str, int] = MappingProxyType(
 
 _LABEL = re.compile(r"([0-9]{2})\.([A-Za-z]{3})\.([0-9]{2})")
 _VALUE = re.compile(r"-?[0-9]+(?:\.[0-9]{1,4})?")
-_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
 _ROW_KEYS = {"name", "values"}
 _TOP_KEYS = {"config", "periods"}
 
@@ -205,85 +203,35 @@ def _decode_text(body: bytes) -> str:
     return text
 
 
-def _refuse_constant(name: str) -> Any:
-    raise SourceFormatError(f"JSON constant {name} is not valid JSON")
-
-
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise SourceFormatError(f"JSON object repeats the key {key!r}")
-        result[key] = value
-    return result
-
-
-_DECODER = json.JSONDecoder(
-    parse_float=Decimal,
-    parse_constant=_refuse_constant,
-    object_pairs_hook=_refuse_duplicate_keys,
-)
-
-
-def _skip(text: str, pos: int) -> int:
-    match = _JSON_WHITESPACE.match(text, pos)
-    assert match is not None  # the pattern matches the empty string
-    return match.end()
-
-
-def _expect(text: str, pos: int, token: str, what: str) -> int:
-    if not text.startswith(token, pos):
-        found = text[pos : pos + 20] or "end of body"
-        raise SourceFormatError(f"invalid JSON: expected {token!r} {what} at char {pos}: {found!r}")
-    return pos + len(token)
-
-
-def _value_at(text: str, pos: int, what: str) -> tuple[Any, int]:
-    try:
-        return _DECODER.raw_decode(text, pos)
-    except SourceFormatError as error:  # from the hooks: a repeated key, NaN, Infinity
-        raise SourceFormatError(f"{what}: {error}") from None
-    except json.JSONDecodeError as error:
-        raise SourceFormatError(
-            f"invalid JSON in {what}: {error.msg} at char {error.pos}"
-        ) from None
-    except RecursionError:
-        raise SourceFormatError(f"invalid JSON in {what}: nested too deeply") from None
-
-
 def _split_document(text: str) -> tuple[dict[str, Any], list[tuple[Any, str]]]:
     """The top-level object, and each ``periods`` element with its exact text.
 
     The standard decoder reads every value; this walk only keeps where each period row starts
     and ends, so that a row's ``fragmento`` is the very text the source sent.
     """
-    pos = _expect(text, _skip(text, 0), "{", "to open the JSON object")
+    pos = expect(text, skip(text, 0), "{", "to open the JSON object")
     members: dict[str, Any] = {}
     rows: list[tuple[Any, str]] = []
-    pos = _skip(text, pos)
+    pos = skip(text, pos)
     closed = text.startswith("}", pos)
     while not closed:
-        _expect(text, pos, '"', "to open a key")
-        key, pos = _value_at(text, pos, "a key")
-        pos = _skip(text, _expect(text, _skip(text, pos), ":", f"after key {key!r}"))
+        expect(text, pos, '"', "to open a key")
+        key, pos = value_at(text, pos, "a key")
+        pos = skip(text, expect(text, skip(text, pos), ":", f"after key {key!r}"))
         if key in members:
             raise SourceFormatError(f"JSON object repeats the key {key!r}")
         if key == "periods":
-            rows, pos = _period_rows(text, pos)
+            rows, pos = array_elements(text, pos, "'periods'", "period")
             members[key] = [row for row, _ in rows]
         else:
-            members[key], pos = _value_at(text, pos, repr(key))
-        pos = _skip(text, pos)
+            members[key], pos = value_at(text, pos, repr(key))
+        pos = skip(text, pos)
         if text.startswith(",", pos):
-            pos = _skip(text, pos + 1)
+            pos = skip(text, pos + 1)
         else:
-            _expect(text, pos, "}", "or ',' after a member")
+            expect(text, pos, "}", "or ',' after a member")
             closed = True
-    pos = _skip(text, pos + 1)
-    if pos != len(text):
-        tail = text[pos : pos + 40]
-        kind = "an HTML fragment" if tail.startswith("<") else "more text"
-        raise SourceFormatError(f"{kind} follows the JSON object at char {pos}: {tail!r}")
+    expect_end(text, pos + 1, "JSON object")
     missing = sorted(_TOP_KEYS - members.keys())
     if missing:
         raise SourceFormatError(f"JSON object lacks {', '.join(map(repr, missing))}")
@@ -291,22 +239,6 @@ def _split_document(text: str) -> tuple[dict[str, Any], list[tuple[Any, str]]]:
     if unexpected:
         raise SourceFormatError(f"JSON object has unexpected keys {unexpected}")
     return members, rows
-
-
-def _period_rows(text: str, pos: int) -> tuple[list[tuple[Any, str]], int]:
-    """Each element of the ``periods`` array at ``pos`` with its exact text; the end position."""
-    pos = _skip(text, _expect(text, pos, "[", "to open 'periods' (an array)"))
-    rows: list[tuple[Any, str]] = []
-    if text.startswith("]", pos):
-        return rows, pos + 1
-    while True:
-        row, end = _value_at(text, pos, f"period {len(rows) + 1}")
-        rows.append((row, text[pos:end]))
-        pos = _skip(text, end)
-        if text.startswith(",", pos):
-            pos = _skip(text, pos + 1)
-            continue
-        return rows, _expect(text, pos, "]", "or ',' after a period")
 
 
 def _column_indexes(config: object) -> tuple[int, int]:
