@@ -35,6 +35,7 @@ from builder.operator import OperatorError, annotate, parse_annotation, publish_
 from builder.registry.verify import verify_registry
 from builder.settings import Settings, SettingsError, load_settings
 from builder.tree import Tree
+from builder.warc_export import ExportError, export_warc
 from gateway.cli import add_requests_command, add_serve_command
 from tokens.cli import add_token_commands
 from tokens.store import TokenError
@@ -204,6 +205,18 @@ def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if findings else 0
 
 
+def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
+    stores = Stores.open(settings.home)
+    try:
+        summary = export_warc(stores.registry, stores.blobs, Path(args.file))
+    except (ExportError, OSError) as error:
+        raise CommandError(f"export warc: {error}") from None
+    finally:
+        stores.close()
+    emit(summary.to_json())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fxev", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -282,6 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify = registry.add_parser("verify", help="walk the hash chain and every evidence blob")
     verify.set_defaults(handler=cmd_registry_verify)
+
+    export = commands.add_parser("export", help="export the registry").add_subparsers(
+        dest="export_command", required=True
+    )
+    warc = export.add_parser("warc", help="every evidence record as WARC 1.1")
+    warc.add_argument("file", help="the WARC file to write (gzipped per record if it ends .gz)")
+    warc.set_defaults(handler=cmd_export_warc)
 
     add_token_commands(commands)
     add_serve_command(commands)
