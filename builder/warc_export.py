@@ -207,6 +207,7 @@ def export_warc(registry: Registry, blobs: BlobStore, path: Path) -> ExportSumma
     counts = {"response": 0, "resource": 0}
     payload_bytes = 0
     try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 suits secrets, not an archive meant to be shared
         with os.fdopen(fd, "wb") as handle:
             writer = WARCWriter(handle, gzip=path.name.endswith(".gz"), warc_version=WARC_VERSION)
             writer.write_record(warcinfo_record(writer, path.name, head, len(rows)))
