@@ -103,8 +103,21 @@ def read_saved_response(path: Path) -> SavedResponse:
     return parse_saved_response(data)
 
 
+class MalformedAnswer(VerifyError):
+    """An API answer lacks a field the spec gives it: nothing can be concluded (exit 2)."""
+
+
 def verify_observation(client: ApiClient, obs_id: str, out: Out) -> list[Check]:
     """Every check of one observation; each printed through ``out`` as it is made."""
+    try:
+        return _verify_observation(client, obs_id, out)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise MalformedAnswer(
+            f"observation {obs_id}: the API's answer is not shaped as the spec says ({error!r})"
+        ) from None
+
+
+def _verify_observation(client: ApiClient, obs_id: str, out: Out) -> list[Check]:
     detail = client.observation(canonical_uuid(obs_id))
     assert detail is not None
     observation = detail["observacion"]
@@ -133,7 +146,13 @@ def verify_saved_response(client: ApiClient, saved: SavedResponse, out: Out) -> 
         checks += verify_observation(client, item["observacion_id"], out)
         detail = client.observation(canonical_uuid(item["observacion_id"]))
         assert detail is not None
-        for check in item_checks(item, detail, saved.dataset_revision):
+        try:
+            item_result = item_checks(item, detail, saved.dataset_revision)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise MalformedAnswer(
+                f"item {item['observacion_id']}: not shaped as the spec says ({error!r})"
+            ) from None
+        for check in item_result:
             out(check.line)
             checks.append(check)
     return checks

@@ -71,13 +71,14 @@ class ApiClient:
 
     def _get(self, path: str, *, missing_ok: bool) -> requests.Response | None:
         url = self.base_url + path
-        for _ in range(MAX_RATE_LIMIT_WAITS + 1):
+        for attempt in range(MAX_RATE_LIMIT_WAITS + 1):
             try:
                 response = self.session.get(url, timeout=TIMEOUT_S)
             except requests.RequestException as error:
                 raise ClientError(f"GET {url}: {error}") from None
             if response.status_code == 429:
-                self.sleep(_retry_after(response))
+                if attempt < MAX_RATE_LIMIT_WAITS:
+                    self.sleep(_retry_after(response))
                 continue
             if response.status_code == 200:
                 return response
