@@ -124,13 +124,16 @@ def send(
     content_type: str = JSON,
     headers: dict[str, str] | None = None,
     body_request_id: str | None = FRESH,
+    body_sha256: str | None = None,
 ) -> HTTPResponse:
     """A response; ``body_request_id`` is the body's ``request_id`` for the ledger (FRESH: the
-    ``X-Request-Id``; None: the body has none)."""
+    ``X-Request-Id``; None: the body has none). ``body_sha256``: the hex SHA-256 of ``body`` when
+    already known (a memoised body, evidence checked at load), so the ledger need not hash it."""
     merged = {"X-Request-Id": x_request_id(request), **NO_STORE, **(headers or {})}
     if body_request_id == FRESH:
         body_request_id = x_request_id(request)
     request.ctx.body_request_id = body_request_id
+    request.ctx.known_digest = None if body_sha256 is None else (body, body_sha256)
     return raw(body, status=status, headers=merged, content_type=content_type)
 
 
@@ -150,7 +153,8 @@ def send_immutable(
     content_type: str = JSON,
     body_request_id: str | None = None,
 ) -> HTTPResponse:
-    """An immutable answer (as-of body, evidence): ETag, long caching, 304 on If-None-Match."""
+    """An immutable answer (as-of body, evidence): ETag, long caching, 304 on If-None-Match.
+    The ETag is the quoted SHA-256 of ``body``, so the ledger reuses it."""
     merged = {**IMMUTABLE, "ETag": etag, **headers}
     status = 304 if etag_matches(request, etag) else 200
     return send(
@@ -160,6 +164,7 @@ def send_immutable(
         content_type=content_type,
         headers=merged,
         body_request_id=body_request_id,
+        body_sha256=None if status == 304 else etag.strip('"'),
     )
 
 
@@ -437,6 +442,20 @@ def ledger_token(request: Request) -> TokenRecord | None:
     return None if text is None else request.app.ctx.tokens.check(text, datetime.now(UTC))
 
 
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def sent_digest(request: Request, sent: bytes) -> str:
+    """The hex SHA-256 of the body bytes sent: the one ``send`` was given for these very bytes
+    (the same object), else computed here."""
+    if not sent:
+        return EMPTY_SHA256
+    known = getattr(request.ctx, "known_digest", None)
+    if known is not None and known[0] is sent:
+        return known[1]
+    return hashlib.sha256(sent).hexdigest()
+
+
 def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -> LedgerEntry:
     body = response.body or b""
     sent = b"" if request.method == "HEAD" or response.status == 304 else body
@@ -444,7 +463,7 @@ def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -
         ts=utc_timestamp(datetime.now(UTC)),
         x_request_id=x_request_id(request),
         request_id=getattr(request.ctx, "body_request_id", None),
-        sha256=hashlib.sha256(sent).hexdigest(),
+        sha256=sent_digest(request, sent),
         bytes=len(sent),
         etag=response.headers.get("etag"),
         token_id=token.id,
