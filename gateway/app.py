@@ -43,6 +43,7 @@ from gateway.freshness import frescura, freshness_entry
 from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, ledger_folder
 from gateway.published import Published, PublishedView
 from gateway.ratelimit import Limits, RateLimiter
+from tokens.cache import CachedTokenCheck
 from tokens.store import TokenRecord, TokenStore
 
 APP_NAME = "fxev_gateway"
@@ -86,6 +87,7 @@ def setup_stores(app: Sanic) -> None:
     async def open_stores(app: Sanic) -> None:
         settings: Settings = app.ctx.settings
         app.ctx.tokens = TokenStore.open(settings.home)
+        app.ctx.token_check = CachedTokenCheck(app.ctx.tokens)  # re-read when the file changes
         app.ctx.alerts = AlertStore.open(settings.home)
         app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
         app.ctx.view = PublishedView(Tree(settings.site))
@@ -211,7 +213,7 @@ def authenticate(request: Request) -> None:
     token = presented_token(request)
     if token is None:
         raise Unauthorized("A bearer token is required.")
-    record = request.app.ctx.tokens.check(token, datetime.now(UTC))
+    record = request.app.ctx.token_check.check(token, datetime.now(UTC))
     if record is None:
         raise Unauthorized("The token is invalid, revoked or expired.")
     request.ctx.token = record
@@ -439,7 +441,7 @@ def ledger_token(request: Request) -> TokenRecord | None:
     if request.path == "/v1/health/live":
         return None  # public, and it touches no store
     text = presented_token(request)
-    return None if text is None else request.app.ctx.tokens.check(text, datetime.now(UTC))
+    return None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
 
 
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
