@@ -266,14 +266,21 @@ async def health_ready(request: Request) -> HTTPResponse:
 
 async def rates(request: Request) -> HTTPResponse:
     pub = published(request)
+    view: PublishedView = request.app.ctx.view
+    # A query string answered as of a revision before: the same answer, before any parsing.
+    raw_key = ("rates?", request.query_string)
+    memo = view.memo_get(raw_key)
+    if memo is not None:
+        body, etag, tags, request_id = memo
+        return send_immutable(request, body, etag, tags, body_request_id=request_id)
     given = query(request)
     q = params.rates_query(given, pub.revision, request.app.ctx.secret)
-    view: PublishedView = request.app.ctx.view
     canonical = None
     if q.as_of_revision is not None:
         canonical = params.rates_canonical_request(q, given)
         memo = view.memo_get(canonical)
         if memo is not None:
+            view.memo_put(raw_key, memo)
             body, etag, tags, request_id = memo
             return send_immutable(request, body, etag, tags, body_request_id=request_id)
         request_id = str(uuid.uuid5(REQUEST_ID_NAMESPACE, canonical))
@@ -296,22 +303,31 @@ async def rates(request: Request) -> HTTPResponse:
         return send(request, body)
     etag = '"' + hashlib.sha256(body).hexdigest() + '"'
     tags = {"Cache-Tag": ",".join(f"{q.currency}/{q.series}/{year}" for year in q.years())}
-    view.memo_put(canonical, (body, etag, tags, request_id))
+    view.memo_put(canonical, (body, etag, tags, request_id), len(body))
+    view.memo_put(raw_key, (body, etag, tags, request_id))  # the same bytes, not counted twice
     return send_immutable(request, body, etag, tags, body_request_id=request_id)
 
 
 async def rates_latest(request: Request) -> HTTPResponse:
     pub = published(request)
-    q = params.series_query(query(request))
-    ref = tree(request).latest(q.series, pub.revision)
-    if ref is None:
-        raise NoObservations(f"The series {q.series} has no observations.")
-    block = frescura(q.series, ref.fecha_serie, hoy_lima(request))
-    superseded_por = pub.superseded_por.get(ref.observacion_id)
-    body = envelope.latest_body(
-        ref.prefix, superseded_por, block, pub.revision, x_request_id(request)
-    )
-    return send(request, body)
+    view: PublishedView = request.app.ctx.view
+    today = hoy_lima(request)
+    # The body is a function of the query string, the published revision and today in Lima,
+    # but for its fresh request_id: memoised cut around it.
+    key = ("latest?", request.query_string, today)
+    parts = view.memo_get(key)
+    if parts is None:
+        q = params.series_query(query(request))
+        ref = tree(request).latest(q.series, pub.revision)
+        if ref is None:
+            raise NoObservations(f"The series {q.series} has no observations.")
+        block = frescura(q.series, ref.fecha_serie, today)
+        superseded_por = pub.superseded_por.get(ref.observacion_id)
+        item = envelope.latest_prefix(ref.prefix, superseded_por, block)
+        parts = envelope.finish_around_request_id(item, pub.revision)
+        view.memo_put(key, parts, len(parts[0]) + len(parts[1]))
+    head, tail = parts
+    return send(request, head + x_request_id(request).encode() + tail)
 
 
 async def observation(request: Request, obs_id: str) -> HTTPResponse:
@@ -326,7 +342,23 @@ async def observation(request: Request, obs_id: str) -> HTTPResponse:
 
 async def evidence(request: Request, ev_id: str) -> HTTPResponse:
     pub = published(request)
-    ev_id = params.path_uuid("ev_id", ev_id)
+    view: PublishedView = request.app.ctx.view
+    key = ("evidence", ev_id)  # the path segment as sent: a valid id, checked the first time
+    found = view.memo_get(key)
+    if found is None:
+        found = evidence_answer(request, pub, params.path_uuid("ev_id", ev_id))
+        view.memo_put(key, found, len(found[0]))
+    if request.query_string:
+        params.no_params(query(request))
+    data, etag, headers, content_type = found
+    return send_immutable(request, data, etag, headers, content_type)
+
+
+def evidence_answer(
+    request: Request, pub: Published, ev_id: str
+) -> tuple[bytes, str, dict[str, str], str]:
+    """(bytes, ETag, headers, content type) of a published evidence file, its bytes checked
+    against their recorded SHA-256 as they are read."""
     params.no_params(query(request))
     meta = tree(request).evidence_meta(ev_id, pub.revision)
     if meta is None:
@@ -340,11 +372,7 @@ async def evidence(request: Request, ev_id: str) -> HTTPResponse:
         "Content-Disposition": f'attachment; filename="{ev_id}"',
     }
     etag = '"' + meta["sha256"] + '"'
-    content_type = meta["content_type"]
-    if etag_matches(request, etag):
-        return send_immutable(request, b"", etag, headers, content_type)
-    data = tree(request).evidence_bytes(meta["sha256"])
-    return send_immutable(request, data, etag, headers, content_type)
+    return tree(request).evidence_bytes(meta["sha256"]), etag, headers, meta["content_type"]
 
 
 async def revisions(request: Request) -> HTTPResponse:
