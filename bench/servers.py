@@ -94,26 +94,41 @@ def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
             process.wait()
 
 
-# -- the gateway --------------------------------------------------------------------------------
+# -- the gateway, and the bare Sanic under it ---------------------------------------------------
 
 
 @contextlib.contextmanager
-def gateway(
-    env: dict[str, str], workers: int, ledger: bool, log: Path
+def python_server(
+    module: str, args: list[str], env: dict[str, str], log: Path, ready_path: str
 ) -> Iterator[tuple[str, int]]:
-    """A gateway on a free port: yields (base URL, PID of its main process)."""
+    """``python -m module --port P ...`` on a free port: yields (base URL, PID of its main
+    process)."""
     port = free_port()
-    command = [sys.executable, "-m", "bench.serve", "--port", str(port), "--workers", str(workers)]
-    if not ledger:
-        command.append("--no-ledger")
+    command = [sys.executable, "-m", module, "--port", str(port), *args]
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_answering(base + "/v1/health/live", process, log)
+        wait_until_answering(base + ready_path, process, log)
         yield base, process.pid
     finally:
         stop(process)
+
+
+def gateway(
+    env: dict[str, str], workers: int, ledger: bool, log: Path
+) -> contextlib.AbstractContextManager[tuple[str, int]]:
+    """The real gateway (``bench.serve``), the ledger on or off."""
+    args = ["--workers", str(workers)] + ([] if ledger else ["--no-ledger"])
+    return python_server("bench.serve", args, env, log, "/v1/health/live")
+
+
+def bare_sanic(
+    env: dict[str, str], workers: int, root: Path, ready_file: str, log: Path
+) -> contextlib.AbstractContextManager[tuple[str, int]]:
+    """A bare Sanic serving the files of ``root`` from memory (``bench.bare``)."""
+    args = ["--workers", str(workers), "--root", str(root)]
+    return python_server("bench.bare", args, env, log, "/" + ready_file)
 
 
 # -- nginx --------------------------------------------------------------------------------------
