@@ -26,6 +26,7 @@ class Published:
 class PublishedView:
     def __init__(self, tree: Tree, memo_size: int = 1024, memo_bytes: int = 128 << 20) -> None:
         self.tree = tree
+        self._pointer_path = os.fspath(tree.site / POINTER)  # stat()ed on every request
         self._stat_key: tuple[int, int, int] | None = None
         self._current: Published | None = None
         self._memo: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
@@ -36,7 +37,7 @@ class PublishedView:
     def current(self) -> Published | None:
         """The published revision now, or None before the first build."""
         try:
-            st = os.stat(self.tree.site / POINTER)
+            st = os.stat(self._pointer_path)
         except FileNotFoundError:
             return None
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
