@@ -53,10 +53,11 @@ other method, OPTIONS included, is 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD;
 need Authorization: Bearer <token>. An endpoint takes only the query parameters listed for it \
 (/v1/health/live ignores its query): an unknown or repeated one is 400 INVALID_PARAMS. Dates are \
 YYYY-MM-DD; booleans are exactly true or false. Checks run in this order and the first that \
-applies answers: route (404, 405), token (401), rate limit (429), form and range of every \
-parameter (400), currency (404 UNSUPPORTED_CURRENCY), series (404 UNSUPPORTED_SERIES), path id \
-(422), then data (404). Before the first published revision, and when the request ledger cannot \
-be written, the answer is 503 INTERNAL, retryable.
+applies answers: route (404, 405), token (401), rate limit (429), a published revision (503), \
+the form of a path id (422), form and range of every query parameter (400), currency (404 \
+UNSUPPORTED_CURRENCY), series (404 UNSUPPORTED_SERIES), then data (404). Before the first \
+published revision, and when the request ledger cannot be written, the answer is 503 INTERNAL, \
+retryable.
 
 **Limits.** 60 requests per minute (any 60 s window) and 5000 per calendar day in Lima, per \
 token, counted for every authenticated request that passes the limiter (never /v1/health/live); \
