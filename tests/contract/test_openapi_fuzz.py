@@ -30,6 +30,7 @@ from schemathesis.config import SchemathesisConfig
 
 from gateway import openapi
 from tests.contract.conftest import Gateway, _running, copy_demo
+from tests.contract.openapi_checks import closed
 
 MAX_EXAMPLES = 25
 DEADLINE = timedelta(seconds=3)
@@ -45,18 +46,6 @@ def fuzzed_gateway(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) ->
     base = tmp_path_factory.mktemp("fuzz")
     env, token = copy_demo(demo_home, base)
     yield from _running(base, env, token)
-
-
-def closed(schema: Any) -> Any:
-    """A copy where every object schema that lists ``properties`` admits no other field."""
-    if isinstance(schema, dict):
-        schema = {key: closed(value) for key, value in schema.items()}
-        if schema.get("type") == "object" and "properties" in schema:
-            schema.setdefault("additionalProperties", False)
-        return schema
-    if isinstance(schema, list):
-        return [closed(value) for value in schema]
-    return schema
 
 
 def demo_ids(gateway: Gateway) -> dict[str, str]:
