@@ -131,6 +131,14 @@ RATES_HEADERS: dict[str, dict[str, Any]] = {
     ),
 }
 
+AS_OF_NOT_MODIFIED_HEADERS: dict[str, dict[str, Any]] = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header_ref("Cache-Control-Immutable"),
+    "CDN-Cache-Control": header_ref("CDN-Cache-Control"),
+    "ETag": header_ref("ETag-Sha256"),
+    "Cache-Tag": {**RATES_HEADERS["Cache-Tag"], "required": True},
+}
+
 EVIDENCE_HEADERS: dict[str, dict[str, Any]] = {
     "X-Request-Id": header_ref("X-Request-Id"),
     "Cache-Control": header_ref("Cache-Control-Immutable"),
@@ -378,7 +386,7 @@ OPERATIONS: tuple[Operation, ...] = (
             "200": ok("A page.", "RatesPage", RATES_HEADERS),
             "304": not_modified(
                 "As-of answer unchanged: If-None-Match matched its ETag.",
-                RATES_HEADERS,
+                AS_OF_NOT_MODIFIED_HEADERS,
             ),
             "404": not_found(SERIES_404, "currency or series not served, or nothing in the range."),
         },
