@@ -262,6 +262,9 @@ PARAMETERS: dict[str, Schema] = {
 }
 
 
+PATH_UUID = "^" + params._UUID.pattern.replace("a-f", "a-fA-F") + "$"
+
+
 def path_id(name: str, what: str) -> Schema:
     return {
         "name": name,
@@ -269,7 +272,7 @@ def path_id(name: str, what: str) -> Schema:
         "required": True,
         "description": f"UUID of {what}: 36 characters, hyphenated, any case. Anything else is "
         f'the 422 body with loc ["path", "{name}"]; an unknown one is 404 NOT_FOUND.',
-        "schema": {"type": "string", "format": "uuid"},
+        "schema": {"type": "string", "format": "uuid", "pattern": PATH_UUID},
     }
 
 

@@ -193,6 +193,14 @@ def test_parameter_patterns_are_those_the_gateway_checks(
         assert not re.fullmatch(pattern, value), value
 
 
+def test_path_ids_are_uuids_of_any_case() -> None:
+    schema = DOC["paths"]["/v1/evidence/{ev_id}"]["get"]["parameters"][0]["schema"]
+    for value in ("ae837d67-1520-44f3-b959-0020d7590bb0", "AE837D67-1520-44F3-B959-0020D7590BB0"):
+        assert re.fullmatch(schema["pattern"], value)
+        assert params.path_uuid("ev_id", value) == value.lower()
+    assert not re.fullmatch(schema["pattern"], "ae837d671520-44f3-b959-0020d7590bb0")
+
+
 def test_description_states_the_models_limits_and_consumer_guidance() -> None:
     text = DOC["info"]["description"]
     for phrase in (
