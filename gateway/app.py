@@ -27,7 +27,7 @@ from builder.canonical import utc_timestamp
 from builder.health import ntp_state
 from builder.settings import Settings, load_settings
 from builder.tree import Tree
-from gateway import envelope, pagetoken, params
+from gateway import envelope, openapi, pagetoken, params
 from gateway.errors import (
     ApiError,
     Internal,
@@ -264,6 +264,15 @@ async def health_ready(request: Request) -> HTTPResponse:
     return send(request, b'{"status":"ready"}', body_request_id=None)
 
 
+async def openapi_document(request: Request) -> HTTPResponse:
+    """Public (DECISIONS 9): the OpenAPI document, revalidated with its ETag."""
+    params.no_params(query(request))
+    headers = {"ETag": openapi.ETAG, "Cache-Control": openapi.CACHE_CONTROL}
+    body = b"" if etag_matches(request, openapi.ETAG) else openapi.BODY
+    status = 200 if body else 304
+    return send(request, body, status=status, headers=headers, body_request_id=None)
+
+
 async def rates(request: Request) -> HTTPResponse:
     pub = published(request)
     view: PublishedView = request.app.ctx.view
@@ -449,6 +458,7 @@ ROUTES: tuple[tuple[str, Handler, bool], ...] = (
     ("/v1/coverage", coverage, True),
     ("/v1/alerts", alerts, True),
     ("/v1/annotations", annotations, True),
+    (openapi.PATH, openapi_document, False),
 )
 
 
