@@ -24,6 +24,7 @@ DOC = openapi.DOCUMENT
 KINDS = {
     "alerts": ("/v1/alerts", "200"),
     "annotations": ("/v1/annotations", "200"),
+    "annotations_listed": ("/v1/annotations", "200"),
     "coverage": ("/v1/coverage", "200"),
     "error": ("/v1/coverage", "401"),
     "health_freshness": ("/v1/health/freshness", "200"),
@@ -35,6 +36,7 @@ KINDS = {
     "rates_cross_checked": ("/v1/rates", "200"),
     "rates_latest": ("/v1/rates/latest", "200"),
     "rates_with_annotations": ("/v1/rates", "200"),
+    "rates_annotated": ("/v1/rates", "200"),
     "revisions": ("/v1/revisions", "200"),
     "validation_error": ("/v1/evidence/{ev_id}", "422"),
 }
