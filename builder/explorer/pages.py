@@ -23,6 +23,7 @@ ALERTS_MARKER = b"<!--fxev:alertas-->"
 FRESHNESS_MARKER = b"<!--fxev:frescura-->"
 BASE_URL_MARKER = b"<!--fxev:base_url-->"
 MARKERS = (ALERTS_MARKER, FRESHNESS_MARKER, BASE_URL_MARKER)
+LIVE_PREFIX = "live_"  # templates the gateway renders per request; not part of built pages
 
 STYLESHEET = """
 body{font-family:system-ui,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
@@ -79,6 +80,8 @@ def template_fingerprint() -> str:
     loader = env.loader
     assert loader is not None
     for name in sorted(loader.list_templates()):
+        if name.startswith(LIVE_PREFIX):
+            continue
         source, _, _ = loader.get_source(env, name)
         digest.update(name.encode() + b"\0" + source.encode() + b"\0")
     return digest.hexdigest()
@@ -183,3 +186,32 @@ def observation_page(page: ObservationPage) -> bytes:
 
 def revisions_page(page: RevisionsPage) -> bytes:
     return render("revisions.html.j2", page=page)
+
+
+# -- rendered by the gateway per request -------------------------------------------------------
+
+
+def signin_page(error: str | None) -> bytes:
+    return render("live_signin.html.j2", error=error)
+
+
+def error_page(status: int, code: str, message: str) -> bytes:
+    headings = {
+        401: "Hace falta ingresar",
+        403: "Solicitud rechazada",
+        404: "No encontrado",
+        405: "Método no permitido",
+        422: "Identificador mal formado",
+        429: "Demasiadas solicitudes",
+    }
+    heading = headings.get(status, "Error del servicio")
+    return render("live_error.html.j2", status=status, code=code, message=message, heading=heading)
+
+
+def alerts_panel(alerts: list[dict[str, Any]]) -> bytes:
+    return render("live_alerts.html.j2", alerts=alerts)
+
+
+def freshness_panel(entries: list[dict[str, Any]]) -> bytes:
+    """``entries``: ``{"serie", "fecha_serie", "frescura"}`` per served series with data."""
+    return render("live_freshness.html.j2", entries=entries)
