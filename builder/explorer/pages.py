@@ -67,6 +67,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,
     )
     env.globals["stylesheet"] = STYLESHEET
     env.globals["weekday_headers"] = WEEKDAY_HEADERS

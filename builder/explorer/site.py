@@ -27,6 +27,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -47,6 +48,7 @@ EXPLORER_DIR = "explorer"
 MANIFEST = "manifest.json"
 REVISIONS_PER_PAGE = 50
 OBSERVATION_LINKS = 10
+WRITER_THREADS = 8
 MONEDA = "USD"
 
 
@@ -75,6 +77,20 @@ class PageJob:
 class ExplorerResult:
     revision: int | None
     rendered: tuple[str, ...]
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` through a fsynced temporary file and an atomic rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 # -- pure helpers -------------------------------------------------------------------------------
@@ -148,22 +164,16 @@ class ExplorerRenderer:
         return ExplorerResult(revision, tuple(written))
 
     def write(self, files: list[tuple[str, bytes]]) -> list[str]:
-        """Each file under a new name, fsynced, renamed into place; each folder fsynced once."""
-        folders: set[Path] = set()
-        for relative, data in files:
-            path = self.folder / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            folders.add(path.parent)
+        """Each file under a new name, fsynced, renamed into place; each folder fsynced once.
+
+        The fsyncs run on a few threads: a first render writes thousands of pages, and the
+        file system commits concurrent fsyncs together.
+        """
+        folders = {(self.folder / relative).parent for relative, _ in files}
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
+            list(pool.map(lambda item: write_file(self.folder / item[0], item[1]), files))
         for folder in sorted(folders):
             fsync_dir(folder)
         return [relative for relative, _ in files]
