@@ -8,9 +8,10 @@ API's 401 body otherwise. Every response to a valid token or cookie passes the A
 limiter and lands in the ledger (``request.ctx.token``, read by ``app.ledger_token``).
 
 Cross-site POSTs: the cookie is SameSite=Strict, so no other site can make the browser send it;
-``/signin`` and ``/signout`` also refuse (403) a POST whose ``Sec-Fetch-Site`` is cross-site or
-whose ``Origin`` is not this origin, which stops login CSRF (signing a victim in with the
-attacker's token). Non-browser clients send neither header and are let through.
+``/signin`` and ``/signout`` also refuse (403) a POST whose ``Sec-Fetch-Site`` is not
+``same-origin`` (or ``none``) or, without it, whose ``Origin`` is not this origin, which stops
+login CSRF (signing a victim in with the attacker's token). Non-browser clients send neither
+header and are let through.
 
 Pages are served as the builder wrote them, with the request-time parts filled in at their
 markers: the open alerts and freshness (home) and this server's base URL (verify commands),
@@ -50,7 +51,7 @@ PAGE_HEADERS = {
     "Content-Security-Policy": pages.CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
 }
 
 
@@ -77,10 +78,14 @@ def wants_html(accept: str) -> bool:
 
 
 def same_origin_post(headers: Mapping[str, str], scheme: str, host: str) -> bool:
-    """False when the browser says this POST comes from another site."""
+    """False when the browser says this POST comes from another site.
+
+    ``Sec-Fetch-Site`` decides when present (browsers set it and pages cannot forge it);
+    otherwise ``Origin``, when present, must be this origin.
+    """
     fetch_site = headers.get("sec-fetch-site")
-    if fetch_site is not None and fetch_site not in ("same-origin", "none"):
-        return False
+    if fetch_site is not None:
+        return fetch_site in ("same-origin", "none")
     origin = headers.get("origin")
     return origin is None or origin == f"{scheme}://{host}"
 
