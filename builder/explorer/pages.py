@@ -35,11 +35,13 @@ header button{background:none;border:1px solid #fff;border-radius:3px;cursor:poi
 main{max-width:64rem;margin:0 auto;padding:1rem}
 table{border-collapse:collapse;margin:.5rem 0}
 th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:left;vertical-align:top}
+td{overflow-wrap:anywhere}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,pre{font-family:ui-monospace,monospace;font-size:.9em}
 pre{background:#eee;padding:.5rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
 .muted{color:#555}.error{color:#a00;font-weight:bold}
-.panel{border:1px solid #ccc;background:#fff;padding:.5rem 1rem;margin:1rem 0}
+.panel{border:1px solid #ccc;background:#fff;padding:.5rem 1rem;margin:1rem 0;overflow-x:auto}
+td code{white-space:pre-wrap;word-break:break-word}
 .cal{display:flex;flex-wrap:wrap;gap:1rem}
 .cal table{font-size:.8em}.cal td{width:1.6em;text-align:center;padding:.1rem}
 .st-dato{background:#8fd19e}.st-sin_dato{background:#9e9e9e;color:#fff}
