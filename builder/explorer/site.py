@@ -23,6 +23,7 @@ Layout under ``FXEV_SITE/explorer/`` (outside the per-revision tree):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import tempfile
@@ -373,7 +374,7 @@ class ExplorerRenderer:
             numbers = revisions_in_page(number, revision)
             has_newer = number < last
             key = key_of("revisions", numbers.start, numbers.stop, has_newer)
-            draw = self.revisions_drawer(number, numbers, has_newer)
+            draw = functools.cache(self.revisions_drawer(number, numbers, has_newer))
             jobs.append(PageJob(f"revisiones/{number}.html", key, draw))
             if number == last:
                 jobs.append(PageJob("revisiones/index.html", key, draw))
@@ -390,26 +391,44 @@ class ExplorerRenderer:
         meta = self.registry.revision(number)
         if meta is None:
             raise RuntimeError(f"registry has no revision {number}")
-        observations = self.registry.observations_of_revision(number)
-        observations.sort(key=lambda o: (o.serie, o.fecha_serie))
-        shown = tuple(
-            {"id": o.id, "serie": o.serie, "fecha_serie": o.fecha_serie}
-            for o in observations[-OBSERVATION_LINKS:]
-        )
-        failures = tuple(
-            {"tipo": e.tipo, "fecha_serie": e.fecha_serie, "evidencia_id": e.evidencia_id}
-            for e in self.registry.events_of_revision(number)
-            if e.observacion_id is None
-        )
+        shown, total = observations_created(self.registry, number, OBSERVATION_LINKS)
         return pages.RevisionEntry(
             number,
             meta.ts_commit,
             meta.kind,
             meta.summary,
             shown,
-            len(observations) - len(shown),
-            failures,
+            total - len(shown),
+            failures_recorded(self.registry, number),
         )
+
+
+def observations_created(
+    registry: Registry, revision: int, limit: int
+) -> tuple[tuple[dict[str, str], ...], int]:
+    """The last ``limit`` observations ``revision`` created (by series and date), and how many
+    it created: an import creates thousands, and the log shows a few."""
+    conn = registry.conn
+    total = conn.execute(
+        "SELECT count(*) FROM observations WHERE revision_creada = ?", (revision,)
+    ).fetchone()[0]
+    rows = conn.execute(
+        "SELECT id, serie, fecha_serie FROM observations WHERE revision_creada = ?"
+        " ORDER BY serie DESC, fecha_serie DESC LIMIT ?",
+        (revision, limit),
+    ).fetchall()
+    shown = tuple({"id": row[0], "serie": row[1], "fecha_serie": row[2]} for row in reversed(rows))
+    return shown, total
+
+
+def failures_recorded(registry: Registry, revision: int) -> tuple[dict[str, Any], ...]:
+    """Events of ``revision`` tied to no observation (failed captures), in order."""
+    rows = registry.conn.execute(
+        "SELECT tipo, fecha_serie, evidencia_id FROM events"
+        " WHERE revision = ? AND observacion_id IS NULL ORDER BY seq",
+        (revision,),
+    ).fetchall()
+    return tuple({"tipo": r[0], "fecha_serie": r[1], "evidencia_id": r[2]} for r in rows)
 
 
 def render_explorer(tree: Tree, registry: Registry) -> ExplorerResult:
