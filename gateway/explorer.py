@@ -23,6 +23,7 @@ other's names at import time, so either may be imported first.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -47,8 +48,8 @@ OTHER_METHODS = ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 SERIES = re.compile(r"^[a-z_]{1,32}$")
 YEAR = re.compile(r"^[0-9]{4}$")
 PAGE_NUMBER = re.compile(r"^[1-9][0-9]{0,8}$")
+STYLE = re.compile(rb"<style>(.*?)</style>", re.DOTALL)
 PAGE_HEADERS = {
-    "Content-Security-Policy": pages.CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",
@@ -88,6 +89,18 @@ def same_origin_post(headers: Mapping[str, str], scheme: str, host: str) -> bool
         return fetch_site in ("same-origin", "none")
     origin = headers.get("origin")
     return origin is None or origin == f"{scheme}://{host}"
+
+
+@functools.lru_cache(maxsize=8)
+def policy_for_style(stylesheet: bytes) -> str:
+    return pages.content_security_policy(stylesheet)
+
+
+def page_policy(body: bytes) -> str:
+    """The CSP of a page: its own inline stylesheet allowed by hash, nothing else. Taken from
+    the page, so pages written by an older build keep their style until the next build."""
+    match = STYLE.search(body)
+    return policy_for_style(match[1] if match else pages.STYLESHEET.encode())
 
 
 def fill_markers(body: bytes, parts: Mapping[bytes, bytes]) -> bytes:
@@ -143,12 +156,13 @@ def signin_redirect(request: Request) -> HTTPResponse:
 
 
 def html(request: Request, body: bytes, status: int = 200, **headers: str) -> HTTPResponse:
+    policy = {"Content-Security-Policy": page_policy(body)}
     return api.send(
         request,
         body,
         status=status,
         content_type=HTML,
-        headers={**PAGE_HEADERS, **headers},
+        headers={**PAGE_HEADERS, **policy, **headers},
         body_request_id=None,
     )
 

@@ -51,13 +51,22 @@ td code{white-space:pre-wrap;word-break:break-word}
 svg text{font-size:12px;fill:#1b1b1b}
 .pager a,.pager span{margin-right:1rem}
 """.strip()
-STYLE_CSP = (
-    "'sha256-" + base64.b64encode(hashlib.sha256(STYLESHEET.encode()).digest()).decode() + "'"
-)
-CONTENT_SECURITY_POLICY = (
-    f"default-src 'none'; style-src {STYLE_CSP}; img-src 'self'; form-action 'self'; "
-    "base-uri 'none'; frame-ancestors 'none'"
-)
+
+
+def style_source(stylesheet: bytes) -> str:
+    """The CSP source that allows exactly this inline stylesheet."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(stylesheet).digest()).decode() + "'"
+
+
+def content_security_policy(stylesheet: bytes) -> str:
+    return (
+        f"default-src 'none'; style-src {style_source(stylesheet)}; img-src 'self'; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+
+
+STYLE_CSP = style_source(STYLESHEET.encode())
+CONTENT_SECURITY_POLICY = content_security_policy(STYLESHEET.encode())
 
 
 @functools.cache

@@ -11,7 +11,7 @@ import jinja2
 import pytest
 
 from builder.explorer import pages
-from gateway.explorer import fill_markers, same_origin_post, wants_html
+from gateway.explorer import fill_markers, page_policy, same_origin_post, wants_html
 
 HOSTILE = '</pre><script>alert(1)</script><!--fxev:alertas-->"'
 
@@ -120,3 +120,10 @@ def test_wants_html_follows_the_accept_header() -> None:
     assert wants_html("text/html,application/xhtml+xml,*/*;q=0.8")
     assert not wants_html("application/json")
     assert not wants_html("*/*")
+
+
+def test_a_page_is_served_with_the_policy_of_its_own_stylesheet() -> None:
+    older = b"<html><style>body{color:red}</style></html>"
+    assert page_policy(home()) == pages.CONTENT_SECURITY_POLICY
+    assert pages.style_source(b"body{color:red}") in page_policy(older)
+    assert pages.STYLE_CSP not in page_policy(older)
