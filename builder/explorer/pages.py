@@ -35,7 +35,7 @@ header button{background:none;border:1px solid #fff;border-radius:3px;cursor:poi
 main{max-width:64rem;margin:0 auto;padding:1rem}
 table{border-collapse:collapse;margin:.5rem 0}
 th,td{border:1px solid #ccc;padding:.2rem .45rem;text-align:left;vertical-align:top}
-td{overflow-wrap:anywhere}
+td code,.wrap{overflow-wrap:anywhere}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,pre{font-family:ui-monospace,monospace;font-size:.9em}
 pre{background:#eee;padding:.5rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all}
