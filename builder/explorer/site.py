@@ -314,6 +314,11 @@ class ExplorerRenderer:
 
     def changed_observations(self, since: int, revision: int) -> set[str]:
         """Observations whose detail may differ between ``since`` and ``revision``."""
+        if since == 0:
+            rows = self.registry.conn.execute(
+                "SELECT id FROM observations WHERE revision_creada <= ?", (revision,)
+            )
+            return {row[0] for row in rows}
         cotejos = TABLE_OF[Cotejo]
         ids: set[str] = set()
         for number in range(since + 1, revision + 1):
@@ -324,8 +329,6 @@ class ExplorerRenderer:
                 if e.observacion_id
             }
             ids |= {c.observacion_id for c in self.registry.rows_touched(cotejos, number)}
-        if since == 0:
-            return ids  # every observation is already in
         chained = set(ids)
         for observation_id in ids:
             observation = self.registry.observation(observation_id)

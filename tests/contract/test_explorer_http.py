@@ -269,3 +269,12 @@ def test_pages_load_nothing_from_elsewhere(gateway: Gateway) -> None:
         text = session.get(gateway.url(path), headers=HTML, timeout=10).text
         assert not re.search(r"""(src|href|action)=["']?(https?:)?//""", text), path
         assert "<script" not in text
+
+
+def test_before_the_first_build_the_home_page_is_not_ready(unbuilt_gateway: Gateway) -> None:
+    resp = unbuilt_gateway.get("/")
+    assert_api_error(resp, 503, "INTERNAL")
+    page = unbuilt_gateway.get("/", headers=HTML)
+    assert page.status_code == 503
+    assert page.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "INTERNAL" in page.text
