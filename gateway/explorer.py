@@ -44,7 +44,6 @@ from gateway.freshness import frescura
 COOKIE = "fxev_sesion"
 HTML = "text/html; charset=utf-8"
 READ_METHODS = ["GET", "HEAD"]
-OTHER_METHODS = ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 SERIES = re.compile(r"^[a-z_]{1,32}$")
 YEAR = re.compile(r"^[0-9]{4}$")
 PAGE_NUMBER = re.compile(r"^[1-9][0-9]{0,8}$")
@@ -182,13 +181,15 @@ def explorer_route(handler: Any, credentials: str = REQUIRED) -> Any:
     async def run(request: Request, **kwargs: str) -> HTTPResponse:
         browser = wants_html(request.headers.get("accept", ""))
         try:
-            if credentials != NONE and not identify(request) and credentials == REQUIRED:
-                if browser:
-                    return signin_redirect(request)
-                raise Unauthorized("A bearer token or a signed-in session is required.")
+            if credentials != NONE:
+                known = identify(request)
+                if not known and credentials == REQUIRED:
+                    if browser:
+                        return signin_redirect(request)
+                    raise Unauthorized("A bearer token or a signed-in session is required.")
             return await handler(request, **kwargs)
         except ApiError as error:
-            if not browser or error.status == 422:
+            if not browser:
                 raise
             return error_html(request, error)
 
