@@ -134,7 +134,7 @@ def identify(request: Request) -> bool:
     """Resolve a valid token or cookie, count it against the limits; False when there is none."""
     request.ctx.auth_checked = True
     text = credential(request)
-    record = None if text is None else request.app.ctx.tokens.check(text, datetime.now(UTC))
+    record = None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
     if record is None:
         return False
     request.ctx.token = record
@@ -308,7 +308,7 @@ async def signin(request: Request) -> HTTPResponse:
         raise CrossSiteRequest("Cross-site sign-in refused.")
     request.ctx.auth_checked = True
     token = (request.form.get("token") or "").strip() if request.form else ""
-    record = request.app.ctx.tokens.check(token, datetime.now(UTC)) if token else None
+    record = request.app.ctx.token_check.check(token, datetime.now(UTC)) if token else None
     if record is None:
         body = pages.signin_page("Token inválido, revocado o vencido.")
         return html(request, body, 401, **{"WWW-Authenticate": "Bearer"})
