@@ -18,6 +18,7 @@ run: $(STAMP)
 	$(PY) -m builder.demo --serve
 
 test: $(STAMP)
+	bash tests/browser/install-chromium.sh
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

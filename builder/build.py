@@ -17,6 +17,7 @@ import orjson
 
 from builder import faults, render
 from builder.durable import write_once
+from builder.explorer.site import render_explorer
 from builder.registry.blobs import BlobStore
 from builder.registry.records import (
     TABLE_OF,
@@ -79,6 +80,7 @@ class Builder:
             tags |= self.correction_tags(number)
         if head.revision != published:
             self.tree.publish(head.revision, sorted(tags))
+        render_explorer(self.tree, self.registry)  # pages for people, outside the revision tree
         return BuildResult(head.revision, tuple(built), tuple(sorted(tags)))
 
     # -- one revision ----------------------------------------------------------------------

@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         f"'{base}/v1/rates/latest?currency=USD&series=publicado'\n",
         flush=True,
     )
+    print(f"Explorer: {base}/ (sign in with the token above)\n", flush=True)
     command = [sys.executable, "-m", "gateway", "serve", "--host", HOST, "--port", str(PORT)]
     os.execv(sys.executable, command)
     return 0

@@ -27,7 +27,7 @@ from builder.canonical import utc_timestamp
 from builder.health import ntp_state
 from builder.settings import Settings, load_settings
 from builder.tree import Tree
-from gateway import envelope, openapi, pagetoken, params
+from gateway import envelope, explorer, openapi, pagetoken, params
 from gateway.errors import (
     ApiError,
     Internal,
@@ -68,6 +68,7 @@ def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
     setup_stores(app)
     setup_errors(app)
     setup_routes(app)
+    explorer.setup_explorer(app)
     setup_ledger(app)
     return app
 
@@ -478,7 +479,7 @@ def ledger_token(request: Request) -> TokenRecord | None:
         return token
     if request.path == "/v1/health/live":
         return None  # public, and it touches no store
-    text = presented_token(request)
+    text = presented_token(request) or explorer.cookie_token(request)
     return None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
 
 

@@ -1,0 +1,371 @@
+"""The explorer's routes, outside ``/v1``: sign-in, the pages the builder rendered, evidence.
+
+Authentication is the API's bearer token, presented either as ``Authorization: Bearer`` or as
+the ``fxev_sesion`` cookie that ``POST /signin`` sets (HttpOnly, SameSite=Strict, Path=/, Secure
+over https; a session cookie holding the token, so revocation takes effect on the next request).
+A request without a valid one is sent to ``/signin`` (303) when it asks for HTML, and gets the
+API's 401 body otherwise. Every response to a valid token or cookie passes the API's rate
+limiter and lands in the ledger (``request.ctx.token``, read by ``app.ledger_token``).
+
+Cross-site POSTs: the cookie is SameSite=Strict, so no other site can make the browser send it;
+``/signin`` and ``/signout`` also refuse (403) a POST whose ``Sec-Fetch-Site`` is not
+``same-origin`` (or ``none``) or, without it, whose ``Origin`` is not this origin, which stops
+login CSRF (signing a victim in with the attacker's token). Non-browser clients send neither
+header and are let through.
+
+Pages are served as the builder wrote them, with the request-time parts filled in at their
+markers: the open alerts and freshness (home) and this server's base URL (verify commands),
+all HTML-escaped by the templates.
+
+``gateway.app`` imports this module and this module imports ``gateway.app``; neither reads the
+other's names at import time, so either may be imported first.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from markupsafe import escape
+from sanic import Request, Sanic
+from sanic.response import HTTPResponse
+
+from builder.explorer import pages
+from builder.explorer.site import EXPLORER_DIR
+from gateway import app as api
+from gateway import params
+from gateway.errors import ApiError, NotFound, Unauthorized
+from gateway.freshness import frescura
+
+COOKIE = "fxev_sesion"
+HTML = "text/html; charset=utf-8"
+READ_METHODS = ["GET", "HEAD"]
+SERIES = re.compile(r"^[a-z_]{1,32}$")
+YEAR = re.compile(r"^[0-9]{4}$")
+PAGE_NUMBER = re.compile(r"^[1-9][0-9]{0,8}$")
+STYLE = re.compile(rb"<style>(.*?)</style>", re.DOTALL)
+PAGE_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+
+class CrossSiteRequest(ApiError):
+    code, status = "FORBIDDEN", 403
+
+
+class MethodNotAllowedHere(ApiError):
+    """405 on an explorer path whose allowed methods are not the API's GET and HEAD."""
+
+    code, status = "METHOD_NOT_ALLOWED", 405
+    headers: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, allowed: str) -> None:
+        super().__init__(f"Only {allowed} are allowed here.")
+        self.headers = {"Allow": allowed}
+
+
+# -- pure helpers ------------------------------------------------------------------------------
+
+
+def wants_html(accept: str) -> bool:
+    return "text/html" in accept or "application/xhtml+xml" in accept
+
+
+def same_origin_post(headers: Mapping[str, str], scheme: str, host: str) -> bool:
+    """False when the browser says this POST comes from another site.
+
+    ``Sec-Fetch-Site`` decides when present (browsers set it and pages cannot forge it);
+    otherwise ``Origin``, when present, must be this origin.
+    """
+    fetch_site = headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site in ("same-origin", "none")
+    origin = headers.get("origin")
+    return origin is None or origin == f"{scheme}://{host}"
+
+
+@functools.lru_cache(maxsize=8)
+def policy_for_style(stylesheet: bytes) -> str:
+    return pages.content_security_policy(stylesheet)
+
+
+def page_policy(body: bytes) -> str:
+    """The CSP of a page: its own inline stylesheet allowed by hash, nothing else. Taken from
+    the page, so pages written by an older build keep their style until the next build."""
+    match = STYLE.search(body)
+    return policy_for_style(match[1] if match else pages.STYLESHEET.encode())
+
+
+def fill_markers(body: bytes, parts: Mapping[bytes, bytes]) -> bytes:
+    for marker, value in parts.items():
+        body = body.replace(marker, value)
+    return body
+
+
+def page_file(relative: str) -> str:
+    """The file under ``explorer/`` for a validated route; never outside it."""
+    if ".." in relative or relative.startswith("/"):
+        raise NotFound("No such page.")
+    return relative
+
+
+# -- credentials -------------------------------------------------------------------------------
+
+
+def cookie_token(request: Request) -> str | None:
+    """The token in the explorer's cookie, on explorer paths only (never under ``/v1``)."""
+    if request.path.startswith("/v1/") or request.path == "/v1":
+        return None
+    value = request.cookies.get(COOKIE)
+    return value or None
+
+
+def credential(request: Request) -> str | None:
+    return api.presented_token(request) or cookie_token(request)
+
+
+def identify(request: Request) -> bool:
+    """Resolve a valid token or cookie, count it against the limits; False when there is none."""
+    request.ctx.auth_checked = True
+    text = credential(request)
+    record = None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
+    if record is None:
+        return False
+    request.ctx.token = record
+    api.limit_rate(request)
+    return True
+
+
+def signin_redirect(request: Request) -> HTTPResponse:
+    response = api.send(
+        request, b"", status=303, content_type=HTML, headers={"Location": "/signin"}
+    )
+    if request.cookies.get(COOKIE):
+        response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+# -- responses ---------------------------------------------------------------------------------
+
+
+def html(request: Request, body: bytes, status: int = 200, **headers: str) -> HTTPResponse:
+    policy = {"Content-Security-Policy": page_policy(body)}
+    return api.send(
+        request,
+        body,
+        status=status,
+        content_type=HTML,
+        headers={**PAGE_HEADERS, **policy, **headers},
+        body_request_id=None,
+    )
+
+
+def error_html(request: Request, error: ApiError) -> HTTPResponse:
+    body = pages.error_page(error.status, error.code, error.message)
+    return html(request, body, error.status, **dict(error.headers))
+
+
+REQUIRED, OPTIONAL, NONE = "required", "optional", "none"
+
+
+def explorer_route(handler: Any, credentials: str = REQUIRED) -> Any:
+    """Identify the caller (``REQUIRED``: or send them to sign in; ``OPTIONAL``: count a valid
+    one; ``NONE``: the handler does it), then run; errors as HTML pages for people."""
+
+    async def run(request: Request, **kwargs: str) -> HTTPResponse:
+        browser = wants_html(request.headers.get("accept", ""))
+        try:
+            if credentials != NONE:
+                known = identify(request)
+                if not known and credentials == REQUIRED:
+                    if browser:
+                        return signin_redirect(request)
+                    raise Unauthorized("A bearer token or a signed-in session is required.")
+            return await handler(request, **kwargs)
+        except ApiError as error:
+            if not browser:
+                raise
+            return error_html(request, error)
+
+    run.__name__ = f"explorer_{handler.__name__}"
+    return run
+
+
+def not_allowed(allowed: str) -> Any:
+    async def refuse(request: Request, **_: str) -> HTTPResponse:
+        raise MethodNotAllowedHere(allowed)
+
+    return refuse
+
+
+# -- pages -------------------------------------------------------------------------------------
+
+
+def base_url(request: Request) -> str:
+    return f"{request.scheme}://{request.host}"
+
+
+def live_parts(request: Request, body: bytes) -> dict[bytes, bytes]:
+    parts: dict[bytes, bytes] = {}
+    if pages.BASE_URL_MARKER in body:
+        parts[pages.BASE_URL_MARKER] = str(escape(base_url(request))).encode()
+    if pages.ALERTS_MARKER in body:
+        alerts = [a.to_json() for a in request.app.ctx.alerts.list(open_only=True)]
+        parts[pages.ALERTS_MARKER] = pages.alerts_panel(alerts)
+    if pages.FRESHNESS_MARKER in body:
+        parts[pages.FRESHNESS_MARKER] = pages.freshness_panel(freshness_entries(request))
+    return parts
+
+
+def freshness_entries(request: Request) -> list[dict[str, Any]]:
+    published = request.app.ctx.view.current()
+    if published is None:
+        return []
+    tree = api.tree(request)
+    today = api.hoy_lima(request)
+    entries = []
+    for serie in tree.root(published.revision).served:
+        ref = tree.latest(serie, published.revision)
+        if ref is not None:
+            entries.append(
+                {
+                    "serie": serie,
+                    "fecha_serie": ref.fecha_serie,
+                    "frescura": frescura(serie, ref.fecha_serie, today),
+                }
+            )
+    return entries
+
+
+def built_page(request: Request, relative: str) -> HTTPResponse:
+    folder: Path = request.app.ctx.settings.site / EXPLORER_DIR
+    try:
+        body = (folder / page_file(relative)).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        raise NotFound("No such page in the explorer.") from None
+    return html(request, fill_markers(body, live_parts(request, body)))
+
+
+async def home(request: Request) -> HTTPResponse:
+    if not (request.app.ctx.settings.site / EXPLORER_DIR / "index.html").exists():
+        api.published(request)  # 503 before the first build
+    return built_page(request, "index.html")
+
+
+async def series(request: Request, serie: str) -> HTTPResponse:
+    if not SERIES.match(serie):
+        raise NotFound("No such series.")
+    return built_page(request, f"serie/{serie}/index.html")
+
+
+async def series_year(request: Request, serie: str, year: str) -> HTTPResponse:
+    if not SERIES.match(serie) or not YEAR.match(year):
+        raise NotFound("No such series or year.")
+    return built_page(request, f"serie/{serie}/{year}.html")
+
+
+async def coverage_year(request: Request, serie: str, year: str) -> HTTPResponse:
+    if not SERIES.match(serie) or not YEAR.match(year):
+        raise NotFound("No such series or year.")
+    return built_page(request, f"cobertura/{serie}/{year}.html")
+
+
+async def observation(request: Request, obs_id: str) -> HTTPResponse:
+    obs_id = params.path_uuid("obs_id", obs_id)
+    return built_page(request, f"observacion/{obs_id}.html")
+
+
+async def revisions(request: Request) -> HTTPResponse:
+    return built_page(request, "revisiones/index.html")
+
+
+async def revisions_page(request: Request, number: str) -> HTTPResponse:
+    if not PAGE_NUMBER.match(number):
+        raise NotFound("No such page of the revision log.")
+    return built_page(request, f"revisiones/{number}.html")
+
+
+async def evidence(request: Request, ev_id: str) -> HTTPResponse:
+    """The same bytes and headers as ``/v1/evidence/{ev_id}``."""
+    return await api.evidence(request, ev_id=ev_id)
+
+
+# -- sign-in and sign-out ----------------------------------------------------------------------
+
+
+async def signin_form(request: Request) -> HTTPResponse:
+    return html(request, pages.signin_page(None))
+
+
+async def signin(request: Request) -> HTTPResponse:
+    if not same_origin_post(request.headers, request.scheme, request.host):
+        raise CrossSiteRequest("Cross-site sign-in refused.")
+    request.ctx.auth_checked = True
+    token = (request.form.get("token") or "").strip() if request.form else ""
+    record = request.app.ctx.token_check.check(token, datetime.now(UTC)) if token else None
+    if record is None:
+        body = pages.signin_page("Token inválido, revocado o vencido.")
+        return html(request, body, 401, **{"WWW-Authenticate": "Bearer"})
+    request.ctx.token = record
+    api.limit_rate(request)
+    response = api.send(request, b"", status=303, content_type=HTML, headers={"Location": "/"})
+    response.add_cookie(
+        COOKIE,
+        token,
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=request.scheme == "https",
+    )
+    return response
+
+
+async def signout(request: Request) -> HTTPResponse:
+    if not same_origin_post(request.headers, request.scheme, request.host):
+        raise CrossSiteRequest("Cross-site sign-out refused.")
+    response = api.send(
+        request, b"", status=303, content_type=HTML, headers={"Location": "/signin"}
+    )
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+
+ROUTES: tuple[tuple[str, Any], ...] = (
+    ("/", home),
+    ("/serie/<serie:str>", series),
+    ("/serie/<serie:str>/<year:str>", series_year),
+    ("/cobertura/<serie:str>/<year:str>", coverage_year),
+    ("/observacion/<obs_id:str>", observation),
+    ("/revisiones", revisions),
+    ("/revisiones/<number:str>", revisions_page),
+    ("/evidencia/<ev_id:str>", evidence),
+)
+
+
+def setup_explorer(app: Sanic) -> None:
+    for path, handler in ROUTES:
+        name = f"explorer_{handler.__name__}"
+        app.add_route(explorer_route(handler), path, methods=READ_METHODS, name=name)
+    app.add_route(
+        explorer_route(signin_form, OPTIONAL), "/signin", methods=READ_METHODS, name="signin_form"
+    )
+    app.add_route(explorer_route(signin, NONE), "/signin", methods=["POST"], name="signin")
+    app.add_route(
+        explorer_route(not_allowed("GET, HEAD, POST"), NONE),
+        "/signin",
+        methods=["PUT", "DELETE", "PATCH", "OPTIONS"],
+        name="signin_other",
+    )
+    app.add_route(explorer_route(signout, OPTIONAL), "/signout", methods=["POST"], name="signout")
+    app.add_route(
+        explorer_route(not_allowed("POST"), NONE),
+        "/signout",
+        methods=["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"],
+        name="signout_other",
+    )

@@ -1,0 +1,129 @@
+"""Page rendering and the gateway's pure explorer helpers: escaping, strictness, CSP, CSRF."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from typing import Any
+
+import jinja2
+import pytest
+
+from builder.explorer import pages
+from gateway.explorer import fill_markers, page_policy, same_origin_post, wants_html
+
+HOSTILE = '</pre><script>alert(1)</script><!--fxev:alertas-->"'
+
+
+def detail(**observation: Any) -> dict[str, Any]:
+    record = {
+        "id": "0b6f3c1e-0000-4000-8000-000000000001",
+        "moneda": "USD",
+        "serie": "publicado",
+        "fecha_serie": "2026-09-21",
+        "compra": "3.356",
+        "venta": "3.364",
+        "compra_cruda": "3.356",
+        "venta_cruda": "3.364",
+        "fuente": "taxauth_txt",
+        "identidad_consulta": "GET https://example.test/tipoCambio.txt",
+        "fragmento": "21/09/2026|3.356|3.364|",
+        "version_parser": "taxauth_txt-1.0",
+        "capturado_en": "2026-09-21T20:00:00.000000Z",
+        "ejecucion_id": "0b6f3c1e-0000-4000-8000-000000000002",
+        "evidencia_id": "0b6f3c1e-0000-4000-8000-000000000003",
+        "revision_creada": 4,
+    } | observation
+    return {
+        "observacion": record,
+        "cadena": {"ancestros": [], "sucesoras": []},
+        "eventos": [],
+        "cotejos": [],
+        "superseded": False,
+    }
+
+
+def home() -> bytes:
+    return pages.home_page(pages.HomePage(1, "2026-09-21T20:00:00.000000Z", (), (), {}))
+
+
+def test_hostile_source_text_is_escaped_and_cannot_forge_a_marker() -> None:
+    page = pages.observation_page(pages.ObservationPage(detail(fragmento=HOSTILE), {})).decode()
+    assert "<script>" not in page
+    assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;!--fxev:alertas--&gt;" in page
+    assert page.count(pages.ALERTS_MARKER.decode()) == 0
+
+
+def test_a_missing_field_fails_the_render_instead_of_printing_nothing() -> None:
+    broken = detail()
+    del broken["observacion"]["venta_cruda"]
+    with pytest.raises(jinja2.UndefinedError):
+        pages.observation_page(pages.ObservationPage(broken, {}))
+
+
+def test_the_inline_stylesheet_matches_the_hash_the_csp_allows() -> None:
+    style = re.search(rb"<style>(.*?)</style>", home(), re.DOTALL)[1]  # type: ignore[index]
+    digest = base64.b64encode(hashlib.sha256(style).digest()).decode()
+    assert f"'sha256-{digest}'" == pages.STYLE_CSP
+    assert f"style-src {pages.STYLE_CSP}" in pages.CONTENT_SECURITY_POLICY
+
+
+def test_the_home_page_leaves_each_live_part_to_the_gateway_once() -> None:
+    page = home()
+    assert page.count(pages.ALERTS_MARKER) == 1
+    assert page.count(pages.FRESHNESS_MARKER) == 1
+
+
+def test_the_alerts_panel_escapes_every_field() -> None:
+    alert = {
+        "tipo": "discrepancia",
+        "estado": "abierta",
+        "contador": 2,
+        "primera_vez": "t",
+        "ultima_vez": "t",
+        "fuente": HOSTILE,
+        "fecha_serie": None,
+        "detalle": {"mensaje": HOSTILE},
+    }
+    panel = pages.alerts_panel([alert]).decode()
+    assert "<script>" not in panel and "<!--fxev" not in panel
+    assert "discrepancia" in panel
+
+
+def test_fill_markers_replaces_each_marker_with_its_part() -> None:
+    body = b"<p><!--fxev:alertas--></p><p><!--fxev:frescura--></p>"
+    filled = fill_markers(body, {pages.ALERTS_MARKER: b"A", pages.FRESHNESS_MARKER: b"F"})
+    assert filled == b"<p>A</p><p>F</p>"
+
+
+@pytest.mark.parametrize(
+    ("headers", "allowed"),
+    [
+        ({}, True),  # a non-browser client
+        ({"sec-fetch-site": "same-origin"}, True),
+        ({"sec-fetch-site": "none"}, True),  # typed by the user
+        ({"sec-fetch-site": "same-origin", "origin": "null"}, True),
+        ({"sec-fetch-site": "cross-site"}, False),
+        ({"sec-fetch-site": "same-site"}, False),
+        ({"origin": "http://127.0.0.1:8000"}, True),
+        ({"origin": "https://127.0.0.1:8000"}, False),
+        ({"origin": "http://attacker.example"}, False),
+        ({"origin": "null"}, False),
+    ],
+)
+def test_same_origin_post(headers: dict[str, str], allowed: bool) -> None:
+    assert same_origin_post(headers, "http", "127.0.0.1:8000") is allowed
+
+
+def test_wants_html_follows_the_accept_header() -> None:
+    assert wants_html("text/html,application/xhtml+xml,*/*;q=0.8")
+    assert not wants_html("application/json")
+    assert not wants_html("*/*")
+
+
+def test_a_page_is_served_with_the_policy_of_its_own_stylesheet() -> None:
+    older = b"<html><style>body{color:red}</style></html>"
+    assert page_policy(home()) == pages.CONTENT_SECURITY_POLICY
+    assert pages.style_source(b"body{color:red}") in page_policy(older)
+    assert pages.STYLE_CSP not in page_policy(older)
