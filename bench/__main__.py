@@ -2,7 +2,8 @@
 
 For each size (revisions; ``FXEV_BENCH_SIZES``, default ``1000,10000,100000``):
 
-1. generate a registry in process through the registry's own write path (``bench.synth``), its
+1. generate a registry in process through the registry's own write path (``bench.synth``) in
+   its bulk mode (no fsync; a benchmark registry is thrown away), its
    time reported apart;
 2. full build: a real ``python -m builder build`` process (progress polled from the tree);
 3. incremental builds: one new revision at a time, then ``Builder.build()`` timed in process with
@@ -235,7 +236,7 @@ def run_size(size: int, seed: int, base: Path | None) -> Figures:
     with tempfile.TemporaryDirectory(prefix=f"fxev-bench-{size}-", dir=base) as folder:
         home, site = Path(folder) / "home", Path(folder) / "site"
         progress(f"size {size}: generating into {home}")
-        with Synth(home, seed=seed) as synth:
+        with Synth(home, seed=seed, durable=False) as synth:  # bulk mode: no fsync
             generate(synth, size, budget, figures)
             stats = synth.stats()
             progress(

@@ -15,24 +15,29 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_once(path: Path, data: bytes) -> None:
-    """Write ``data`` at ``path`` durably; an existing file is left as it is."""
+def write_once(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """Write ``data`` at ``path`` durably; an existing file is left as it is.
+
+    ``fsync=False`` exists for the benchmark's synthetic registries only (see ``bench.synth``).
+    """
     if path.exists():
         return
-    replace_durably(path, data)
+    replace_durably(path, data, fsync=fsync)
 
 
-def replace_durably(path: Path, data: bytes) -> None:
+def replace_durably(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Write ``data`` under a new name, fsync it, rename it over ``path``, fsync the folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if fsync:
+        fsync_dir(path.parent)

@@ -14,8 +14,9 @@ from builder.durable import write_once
 
 
 class BlobStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, fsync: bool = True) -> None:
         self.root = root
+        self.fsync = fsync  # False only in the benchmark's synthetic registries
 
     def path(self, sha256: str) -> Path:
         return self.root / "sha256" / sha256[:2] / sha256
@@ -23,7 +24,7 @@ class BlobStore:
     def put(self, data: bytes) -> str:
         """Store ``data`` durably; return its bare hex SHA-256."""
         sha256 = hashlib.sha256(data).hexdigest()
-        write_once(self.path(sha256), data)
+        write_once(self.path(sha256), data, fsync=self.fsync)
         return sha256
 
     def sha256_of_stored(self, data: bytes) -> str:
