@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from builder import faults, render
+from builder import faults, render, sitelock
 from builder.durable import write_once
 from builder.registry.blobs import BlobStore
 from builder.registry.records import (
@@ -57,6 +57,12 @@ class Builder:
         self.tree = tree
 
     def build(self) -> BuildResult:
+        """Build under the site's exclusive lock, after sweeping what killed builds left."""
+        with sitelock.exclusive(self.tree.site):
+            sitelock.sweep_leftovers(self.tree.site)
+            return self._build_locked()
+
+    def _build_locked(self) -> BuildResult:
         head = self.registry.head()
         published = self.tree.published_revision()
         if head is None:
@@ -163,7 +169,9 @@ class Builder:
             "identidad_consulta": record.identidad_consulta,
             "revision": record.revision,
         }
-        write_once(self.tree.evidence_path(record.id), orjson.dumps(meta))
+        write_once(
+            self.tree.evidence_path(record.id), orjson.dumps(meta), staging=self.tree.staging
+        )
 
     def render_details(self, ids: set[str], number: int) -> list[Observation]:
         """Re-render the detail of every changed observation and of everyone in its chain."""

@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from builder import faults
+
 
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
@@ -15,26 +17,36 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_once(path: Path, data: bytes, *, fsync: bool = True) -> None:
+def write_once(path: Path, data: bytes, *, fsync: bool = True, staging: Path | None = None) -> None:
     """Write ``data`` at ``path`` durably; an existing file is left as it is.
 
     ``fsync=False`` exists for the benchmark's synthetic registries only (see ``bench.synth``).
     """
     if path.exists():
         return
-    replace_durably(path, data, fsync=fsync)
+    replace_durably(path, data, fsync=fsync, staging=staging)
 
 
-def replace_durably(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Write ``data`` under a new name, fsync it, rename it over ``path``, fsync the folder."""
+def replace_durably(
+    path: Path, data: bytes, *, fsync: bool = True, staging: Path | None = None
+) -> None:
+    """Write ``data`` under a new name, fsync it, rename it over ``path``, fsync the folder.
+
+    The new name is a ``.tmp-*`` file in ``staging`` (same file system) or else beside ``path``;
+    a process killed before the rename leaves it there.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    if staging is not None:
+        staging.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=staging or path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             if fsync:
                 handle.flush()
                 os.fsync(handle.fileno())
+        if staging is not None:
+            faults.crash_point("build_staged_write")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -28,6 +28,7 @@ import orjson
 from builder.durable import replace_durably, write_once
 from builder.registry.blobs import BlobStore
 from builder.render import Chunk, Node
+from builder.sitelock import staging_dir
 
 POINTER = "PUBLISHED"
 
@@ -105,7 +106,8 @@ class _Lru:
 class Tree:
     def __init__(self, site: Path, cache_size: int = 4096) -> None:
         self.site = site
-        self.objects = BlobStore(site / "objects")
+        self.staging = staging_dir(site)
+        self.objects = BlobStore(site / "objects", staging=self.staging)
         self._cache = _Lru(cache_size)
 
     # -- paths and raw reads ---------------------------------------------------------------
@@ -169,7 +171,7 @@ class Tree:
         return self._cache.put(key, RevisionRoot.decode(data))
 
     def write_root(self, root: RevisionRoot) -> None:
-        write_once(self.root_path(root.revision), root.encode())
+        write_once(self.root_path(root.revision), root.encode(), staging=self.staging)
 
     def pointer(self) -> dict[str, Any] | None:
         try:
@@ -188,13 +190,14 @@ class Tree:
         write_once(
             self.site / "invalidations" / f"{revision}.json",
             orjson.dumps({"revision": revision, "cache_tags": invalidated_tags}),
+            staging=self.staging,
         )
         pointer = {
             "revision": revision,
             "ts_commit": root.ts_commit,
             "root_sha256": hashlib.sha256(root_bytes).hexdigest(),
         }
-        replace_durably(self.site / POINTER, orjson.dumps(pointer))
+        replace_durably(self.site / POINTER, orjson.dumps(pointer), staging=self.staging)
 
     # -- observation details and evidence --------------------------------------------------
 
@@ -207,7 +210,11 @@ class Tree:
             names = []
         if names and max(names)[11:-5] == digest:
             return
-        write_once(self.detail_dir(observation_id) / f"{revision:010d}-{digest}.json", prefix)
+        write_once(
+            self.detail_dir(observation_id) / f"{revision:010d}-{digest}.json",
+            prefix,
+            staging=self.staging,
+        )
 
     def detail(self, observation_id: str, revision: int) -> bytes | None:
         """The detail prefix of an observation as of ``revision``, or None if it did not exist."""
