@@ -53,3 +53,26 @@ def replace_durably(
         raise
     if fsync:
         fsync_dir(path.parent)
+
+
+def mark_durably(path: Path) -> None:
+    """Create the empty file ``path``, a marker whose name says it all, and fsync its folder."""
+    if path.exists():
+        return
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True)
+        fsync_dir(path.parent.parent)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+    fsync_dir(path.parent)
+
+
+def link_durably(path: Path, target: str) -> None:
+    """Create the symbolic link ``path`` -> ``target`` (atomic) and fsync its folder.
+
+    A short link is a record that takes no disk block (its target is kept in the inode).
+    """
+    if os.path.lexists(path):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, path)
+    fsync_dir(path.parent)

@@ -18,6 +18,7 @@ import pytest
 from bench.synth import Synth
 from builder import sitelock
 from builder.tree import POINTER, Tree
+from tests.builder.treefiles import tree_files
 
 HEAD = 40
 TIMEOUT = 60
@@ -58,14 +59,6 @@ def waiting_for_a_lock(pid: int) -> bool:
         return any("->" in line and f" {pid} " in f" {line} " for line in handle)
 
 
-def files(site: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(site)): p.read_bytes()
-        for p in sorted(site.rglob("*"))
-        if p.is_file() and p.name != sitelock.LOCK_FILE
-    }
-
-
 def test_a_build_waits_for_the_build_holding_the_site_lock(home: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     with sitelock.exclusive(site):
@@ -88,7 +81,7 @@ def test_two_builds_started_together_render_each_revision_once(home: Path, tmp_p
     assert sorted(r["built_revisions"] for r in results) == [0, HEAD]
     assert all(r["published_revision"] == HEAD for r in results)
     assert result_of(start_build(home, alone))["built_revisions"] == HEAD
-    assert files(site) == files(alone)
+    assert tree_files(site) == tree_files(alone)
 
 
 def test_a_build_sweeps_the_temporary_files_a_killed_build_left(home: Path, tmp_path: Path) -> None:
