@@ -16,7 +16,8 @@ For each size (revisions; ``FXEV_BENCH_SIZES``, default ``1000,10000,100000``):
 
 Environment: ``FXEV_BENCH_SIZES``, ``FXEV_BENCH_SEED`` (0), ``FXEV_BENCH_INCREMENTAL`` (samples,
 50), ``FXEV_BENCH_QUERIES`` (50), ``FXEV_BENCH_BUDGET_S`` (seconds allowed to generating and to
-the full build of one size, each; 7200), ``FXEV_BENCH_DIR`` (where temporary trees go).
+the full build of one size, each; 7200), ``FXEV_BENCH_DIR`` (where temporary trees go),
+``FXEV_BENCH_KEEP`` (set: keep each size's registry and tree, and print where).
 Progress goes to stderr, the table to stdout.
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -85,11 +87,12 @@ def percentile(values: list[float], pct: float) -> float:
 
 
 def tree_bytes(site: Path) -> tuple[int, int]:
-    """(apparent bytes, disk usage in bytes as ``du`` counts it) of every file under ``site``."""
+    """(apparent bytes, disk usage in bytes as ``du`` counts it) of ``site``: every file, link
+    and folder (a folder takes blocks too: ``du`` counts them, so must we)."""
     apparent = disk = 0
     for folder, _, names in os.walk(site):
-        for name in names:
-            info = os.lstat(os.path.join(folder, name))
+        for path in (folder, *(os.path.join(folder, name) for name in names)):
+            info = os.lstat(path)
             apparent += info.st_size
             disk += info.st_blocks * 512
     return apparent, disk
@@ -131,10 +134,7 @@ def full_build(home: Path, site: Path, budget_s: float, figures: Figures) -> boo
             break
         except subprocess.TimeoutExpired:
             elapsed = time.perf_counter() - began
-            try:
-                done = len(os.listdir(site / "revisions"))
-            except FileNotFoundError:
-                done = 0
+            done = Tree(site).log.written()
             progress(f"full build: {done}/{figures.revisions} revisions ({elapsed:.0f} s)")
             if elapsed > budget_s:
                 process.kill()
@@ -231,29 +231,40 @@ def queries(site: Path, samples: int, rng: random.Random, figures: Figures) -> N
 
 
 def run_size(size: int, seed: int, base: Path | None) -> Figures:
+    keep = bool(os.environ.get("FXEV_BENCH_KEEP"))
+    folder = Path(tempfile.mkdtemp(prefix=f"fxev-bench-{size}-", dir=base))
+    try:
+        return measure_size(size, seed, folder)
+    finally:
+        if keep:
+            progress(f"size {size}: registry and tree kept in {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure_size(size: int, seed: int, folder: Path) -> Figures:
     figures = Figures(size)
     budget = float(env_int("FXEV_BENCH_BUDGET_S", 7200))
-    with tempfile.TemporaryDirectory(prefix=f"fxev-bench-{size}-", dir=base) as folder:
-        home, site = Path(folder) / "home", Path(folder) / "site"
-        progress(f"size {size}: generating into {home}")
-        with Synth(home, seed=seed, durable=False) as synth:  # bulk mode: no fsync
-            generate(synth, size, budget, figures)
-            stats = synth.stats()
-            progress(
-                f"size {size}: {stats.revisions} revisions, {stats.dates} dates, "
-                f"{stats.new} new, {stats.identical} identical, {stats.corrections} corrections,"
-                f" {stats.failures} failures, {stats.implausible} implausible;"
-                f" {stats.seconds:.1f} s"
-            )
-            if not full_build(home, site, budget, figures):
-                return figures
-            progress(f"size {size}: full build {figures.full_build_s:.1f} s")
-            stores = Stores.open(home)
-            try:
-                incremental(synth, stores, site, env_int("FXEV_BENCH_INCREMENTAL", 50), figures)
-            finally:
-                stores.close()
-        queries(site, env_int("FXEV_BENCH_QUERIES", 50), random.Random(seed), figures)
+    home, site = folder / "home", folder / "site"
+    progress(f"size {size}: generating into {home}")
+    with Synth(home, seed=seed, durable=False) as synth:  # bulk mode: no fsync
+        generate(synth, size, budget, figures)
+        stats = synth.stats()
+        progress(
+            f"size {size}: {stats.revisions} revisions, {stats.dates} dates, "
+            f"{stats.new} new, {stats.identical} identical, {stats.corrections} corrections,"
+            f" {stats.failures} failures, {stats.implausible} implausible;"
+            f" {stats.seconds:.1f} s"
+        )
+        if not full_build(home, site, budget, figures):
+            return figures
+        progress(f"size {size}: full build {figures.full_build_s:.1f} s")
+        stores = Stores.open(home)
+        try:
+            incremental(synth, stores, site, env_int("FXEV_BENCH_INCREMENTAL", 50), figures)
+        finally:
+            stores.close()
+    queries(site, env_int("FXEV_BENCH_QUERIES", 50), random.Random(seed), figures)
     return figures
 
 

@@ -40,6 +40,17 @@ class RevisionLog:
         except FileNotFoundError:
             return 0
 
+    def written(self) -> int:
+        """How many revisions have a complete record (they are numbered from 1, without gaps)."""
+        try:
+            packs = [int(n[:-4]) for n in os.listdir(self.folder) if n.endswith(".idx")]
+        except FileNotFoundError:
+            return 0
+        if not packs:
+            return 0
+        last = max(packs)
+        return last * PACK_SIZE + self._size(self.folder / f"{last:06d}.idx") // ENTRY
+
     def has(self, revision: int) -> bool:
         _, index, slot = self._paths(revision)
         return self._size(index) >= (slot + 1) * ENTRY
