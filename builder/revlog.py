@@ -26,6 +26,9 @@ ENTRY = 32  # bytes: "%015d %015d\n"
 class RevisionLog:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        # Index bytes read so far, by pack: complete entries never change, so a reader keeps
+        # them and re-reads an index only for a revision beyond what it holds.
+        self._indexes: dict[int, bytes] = {}
 
     def _paths(self, revision: int) -> tuple[Path, Path, int]:
         if revision < 1:
@@ -57,17 +60,20 @@ class RevisionLog:
 
     def location(self, revision: int) -> tuple[Path, int, int] | None:
         """(pack, offset, length) of the record of ``revision``, or None when it is not there."""
-        pack, index, slot = self._paths(revision)
-        try:
-            with open(index, "rb") as handle:
-                handle.seek(slot * ENTRY)
-                entry = handle.read(ENTRY)
-        except FileNotFoundError:
-            return None
-        if len(entry) < ENTRY:
-            return None
-        offset, length = (int(part) for part in entry.split())
-        return pack, offset, length
+        if revision < 1:
+            raise ValueError(f"revision {revision} is below 1")
+        number, slot = divmod(revision - 1, PACK_SIZE)
+        entries = self._indexes.get(number, b"")
+        if len(entries) < (slot + 1) * ENTRY:
+            try:
+                entries = (self.folder / f"{number:06d}.idx").read_bytes()
+            except FileNotFoundError:
+                return None
+            self._indexes[number] = entries
+            if len(entries) < (slot + 1) * ENTRY:
+                return None
+        offset, length = (int(part) for part in entries[slot * ENTRY : (slot + 1) * ENTRY].split())
+        return self.folder / f"{number:06d}.pack", offset, length
 
     def read(self, revision: int) -> bytes | None:
         """The record of ``revision``, or None when it was not written (completely)."""
@@ -76,11 +82,13 @@ class RevisionLog:
             return None
         pack, offset, length = found
         try:
-            with open(pack, "rb") as handle:
-                handle.seek(offset)
-                data = handle.read(length)
+            fd = os.open(pack, os.O_RDONLY)
         except FileNotFoundError:
             return None
+        try:
+            data = os.pread(fd, length, offset)
+        finally:
+            os.close(fd)
         return data if len(data) == length else None
 
     def append(self, revision: int, data: bytes) -> None:
