@@ -23,12 +23,29 @@ PACK_SIZE = 1024
 ENTRY = 32  # bytes: "%015d %015d\n"
 
 
+def read_file(path: str) -> bytes:
+    """A whole file's bytes, with less overhead than ``Path.read_bytes`` (readers call it a lot)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size)
+        while len(data) < size:
+            more = os.read(fd, size - len(data))
+            if not more:
+                break
+            data += more
+        return data
+    finally:
+        os.close(fd)
+
+
 class RevisionLog:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         # Index bytes read so far, by pack: complete entries never change, so a reader keeps
         # them and re-reads an index only for a revision beyond what it holds.
         self._indexes: dict[int, bytes] = {}
+        self._prefix = str(folder) + os.sep  # paths by string: a reader builds many
 
     def _paths(self, revision: int) -> tuple[Path, Path, int]:
         if revision < 1:
@@ -58,7 +75,7 @@ class RevisionLog:
         _, index, slot = self._paths(revision)
         return self._size(index) >= (slot + 1) * ENTRY
 
-    def location(self, revision: int) -> tuple[Path, int, int] | None:
+    def location(self, revision: int) -> tuple[str, int, int] | None:
         """(pack, offset, length) of the record of ``revision``, or None when it is not there."""
         if revision < 1:
             raise ValueError(f"revision {revision} is below 1")
@@ -66,14 +83,14 @@ class RevisionLog:
         entries = self._indexes.get(number, b"")
         if len(entries) < (slot + 1) * ENTRY:
             try:
-                entries = (self.folder / f"{number:06d}.idx").read_bytes()
+                entries = read_file(f"{self._prefix}{number:06d}.idx")
             except FileNotFoundError:
                 return None
             self._indexes[number] = entries
             if len(entries) < (slot + 1) * ENTRY:
                 return None
-        offset, length = (int(part) for part in entries[slot * ENTRY : (slot + 1) * ENTRY].split())
-        return self.folder / f"{number:06d}.pack", offset, length
+        entry = entries[slot * ENTRY : (slot + 1) * ENTRY]
+        return f"{self._prefix}{number:06d}.pack", int(entry[:15]), int(entry[16:31])
 
     def read(self, revision: int) -> bytes | None:
         """The record of ``revision``, or None when it was not written (completely)."""

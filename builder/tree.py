@@ -36,7 +36,7 @@ from builder.durable import link_durably, mark_durably, replace_durably, write_o
 from builder.registry.blobs import BlobStore
 from builder.render import Chunk, Node
 from builder.revision import RevisionRecord, RevisionRoot, link_targets, next_hop
-from builder.revlog import RevisionLog
+from builder.revlog import RevisionLog, read_file
 from builder.sitelock import staging_dir
 
 POINTER = "PUBLISHED"
@@ -85,6 +85,7 @@ class Tree:
         self.site = site
         self.staging = staging_dir(site)
         self.objects = BlobStore(site / "objects", staging=self.staging)
+        self._objects_prefix = str(self.objects.path("00").parent.parent) + os.sep
         self.log = RevisionLog(site / "revisions")
         self._cache = _Lru(cache_size)
         self._trusted: dict[int, str] = {}  # revision -> verified SHA-256 of its record
@@ -101,7 +102,7 @@ class Tree:
 
     def read_object(self, sha256: str) -> bytes:
         try:
-            data = self.objects.path(sha256).read_bytes()
+            data = read_file(f"{self._objects_prefix}{sha256[:2]}{os.sep}{sha256}")
         except FileNotFoundError:
             raise TreeCorruptError(f"object sha256:{sha256} is missing") from None
         if hashlib.sha256(data).hexdigest() != sha256:

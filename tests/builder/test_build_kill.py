@@ -297,7 +297,8 @@ def alter_record(site: Path, revision: int, old: bytes, new: bytes) -> None:
     """Replace ``old`` with ``new`` (same length) inside the stored record of ``revision``."""
     found = Tree(site).log.location(revision)
     assert found is not None
-    pack, offset, length = found
+    name, offset, length = found
+    pack = Path(name)
     data = pack.read_bytes()
     record = data[offset : offset + length]
     assert len(old) == len(new) and old in record

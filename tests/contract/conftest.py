@@ -271,7 +271,8 @@ def tampered_record_gateway(
     shutil.copytree(demo_home / "site", base / "site", symlinks=True)
     found = Tree(base / "site").log.location(TAMPERED_REVISION)
     assert found is not None
-    pack, offset, length = found
+    name, offset, length = found
+    pack = Path(name)
     data = bytearray(pack.read_bytes())
     record = bytes(data[offset : offset + length])
     at = (
