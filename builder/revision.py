@@ -84,6 +84,12 @@ def next_hop(current: int, target: int) -> int:
     return min(t for t in link_targets(current) if t >= target)
 
 
+def links_of(data: bytes) -> dict[int, str]:
+    """Only the links of an encoded record (what a reader hopping through it needs)."""
+    header = orjson.loads(data[: data.index(b"\n")])
+    return {int(r): h for r, h in header["links_sha256"].items()}
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RevisionRecord:
     """One revision as written: root, links to earlier records, evidence metadata, details.
