@@ -35,6 +35,15 @@ from builder.operator import OperatorError, annotate, parse_annotation, publish_
 from builder.registry.verify import verify_registry
 from builder.settings import Settings, SettingsError, load_settings
 from builder.tree import Tree
+from builder.verify import (
+    Verdict,
+    VerifyError,
+    read_saved_response,
+    verify_observation,
+    verify_saved_response,
+)
+from builder.verify_client import ApiClient, ClientError
+from builder.warc_export import ExportError, export_warc
 from gateway.cli import add_requests_command, add_serve_command
 from tokens.cli import add_token_commands
 from tokens.store import TokenError
@@ -204,6 +213,47 @@ def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if findings else 0
 
 
+def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
+    stores = Stores.open(settings.home)
+    try:
+        summary = export_warc(stores.registry, stores.blobs, Path(args.file))
+    except (ExportError, OSError) as error:
+        raise CommandError(f"export warc: {error}") from None
+    finally:
+        stores.close()
+    emit(summary.to_json())
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404)."""
+    if (args.observacion_id is None) == (args.response is None):
+        print("fxev: verify takes an OBSERVACION_ID or --response FILE, not both", file=sys.stderr)
+        return 2
+    if not settings.token:
+        print("fxev: verify needs the bearer token in FXEV_TOKEN", file=sys.stderr)
+        return 2
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    client = ApiClient(args.url, settings.token)
+    try:
+        if args.response is not None:
+            saved = read_saved_response(Path(args.response))
+            checks = verify_saved_response(client, saved, out)
+        else:
+            checks = verify_observation(client, args.observacion_id, out)
+    except (ClientError, VerifyError) as error:
+        print(f"fxev: verify: {error}", file=sys.stderr)
+        return 2
+    finally:
+        client.close()
+    verdict = Verdict(tuple(checks))
+    emit(verdict.to_json())
+    return verdict.exit_code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fxev", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -282,6 +332,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify = registry.add_parser("verify", help="walk the hash chain and every evidence blob")
     verify.set_defaults(handler=cmd_registry_verify)
+
+    verifying = commands.add_parser(
+        "verify",
+        help="check an observation (or a saved rates response) against its evidence, over HTTP",
+    )
+    verifying.add_argument("observacion_id", nargs="?", metavar="OBSERVACION_ID")
+    verifying.add_argument("--response", metavar="FILE", help="a saved /v1/rates response")
+    verifying.add_argument("--url", required=True, metavar="BASE_URL", help="the API's base URL")
+    verifying.set_defaults(handler=cmd_verify)
+
+    export = commands.add_parser("export", help="export the registry").add_subparsers(
+        dest="export_command", required=True
+    )
+    warc = export.add_parser("warc", help="every evidence record as WARC 1.1")
+    warc.add_argument("file", help="the WARC file to write (gzipped per record if it ends .gz)")
+    warc.set_defaults(handler=cmd_export_warc)
 
     add_token_commands(commands)
     add_serve_command(commands)

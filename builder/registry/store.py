@@ -284,6 +284,10 @@ class Registry:
             (revision,),
         )
 
+    def all_evidence(self) -> list[Evidence]:
+        """Every evidence row in the order it was written: revision, capture instant, id."""
+        return self._many(Evidence, "1 = 1 ORDER BY revision, capturado_en, id", ())
+
     def evidence_hashes(self) -> list[str]:
         return [row[0] for row in self.conn.execute("SELECT DISTINCT sha256 FROM evidence")]
 

@@ -21,7 +21,7 @@ import orjson
 import pytest
 import requests
 
-from tests.contract.conftest import Gateway
+from tests.contract.conftest import Gateway, _running, copy_demo, fxev
 
 SNAPSHOT_PATH = Path(__file__).with_name("field_sets.json")
 SNAPSHOT: dict[str, Any] = orjson.loads(SNAPSHOT_PATH.read_bytes())
@@ -130,7 +130,23 @@ def observations(gateway: Gateway) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def bodies(gateway: Gateway, observations: list[dict[str, Any]]) -> dict[str, list[Any]]:
+def annotated(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -> Iterator[Gateway]:
+    """A copy of the demo with two annotations: one with a series and values, one general."""
+    base = tmp_path_factory.mktemp("annotated")
+    env, token = copy_demo(demo_home, base)
+    fxev(env, "annotate", "--fecha", "2026-09-16", "--texto", "Revisado", "--actor", "ana",
+         "--justification", "control", "--serie", "publicado", "--compra", "3.4",
+         "--venta", "3.41")  # fmt: skip
+    fxev(env, "annotate", "--fecha", "2026-09-17", "--texto", "Aviso", "--actor", "ana",
+         "--justification", "control")  # fmt: skip
+    fxev(env, "build")
+    yield from _running(base, env, token)
+
+
+@pytest.fixture(scope="module")
+def bodies(
+    gateway: Gateway, annotated: Gateway, observations: list[dict[str, Any]]
+) -> dict[str, list[Any]]:
     """Kind -> the bodies of that kind; each is checked on its own against the snapshot."""
     plain = {
         "rates": [RATES, AS_OF],
@@ -152,6 +168,12 @@ def bodies(gateway: Gateway, observations: list[dict[str, Any]]) -> dict[str, li
             assert resp.status_code in (200, 422), (resp.url, resp.text)
         found[kind] = [resp.json() for resp in responses]
     found["observation"] = [observations[0]]
+    # The demo has no annotation: the fields of annotation records come from a copy with two.
+    listed = annotated.get("/v1/annotations").json()
+    with_notes = annotated.get(WITH_ANNOTATIONS).json()
+    assert len(listed["items"]) == len(with_notes["annotations"]) == 2
+    found["annotations_listed"] = [listed]
+    found["rates_annotated"] = [with_notes]
     checked = gateway.get(CROSS_CHECKED).json()
     found["rates_cross_checked"] = [checked]
     close_id = next(i for i in checked["items"] if i["cotejos"])["cotejos"][0][

@@ -1,0 +1,196 @@
+"""``fxev verify`` against a real gateway: the demo passes; a tampered tree fails with exit 1.
+
+The tampering is what someone with write access to the published tree could do without the
+gateway noticing: change a value in an observation's detail (renamed to its new hash, as the
+tree names it), or swap an evidence blob for altered bytes and fix its metadata to match. A
+naive change that the gateway's own hash checks catch makes it answer 500: no verdict, exit 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.contract.conftest import Gateway, run_fxev
+
+LATEST = "/v1/rates/latest?currency=USD&series=publicado"
+SEPT = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-21"
+
+
+def verify(gateway: Gateway, *args: str, token: str | None = None) -> tuple[int, list[str], str]:
+    """(exit code, stdout lines, stderr) of ``fxev verify ARGS --url <gateway>``."""
+    env = gateway.env | {"FXEV_TOKEN": token or gateway.token}
+    done = run_fxev(env, "verify", *args, "--url", gateway.base_url)
+    return done.returncode, done.stdout.splitlines(), done.stderr
+
+
+def verdict(lines: list[str]) -> dict[str, Any]:
+    return orjson.loads(lines[-1])
+
+
+def latest_detail(gateway: Gateway) -> dict[str, Any]:
+    latest = gateway.get(LATEST).json()
+    return gateway.get(f"/v1/observations/{latest['observacion_id']}").json()
+
+
+def writable(path: Path) -> Path:
+    path.chmod(0o644)
+    return path
+
+
+# -- a good tree ------------------------------------------------------------------------------
+
+
+def test_latest_observation_passes_every_check(gateway: Gateway) -> None:
+    detail = latest_detail(gateway)
+    code, lines, _ = verify(gateway, detail["observacion"]["id"])
+    assert code == 0, lines
+    assert verdict(lines) == {"ok": True, "checked": 1, "findings": []}
+    assert "ok   sha256 matches X-Sha256" in lines
+    assert "ok   sha256 matches capturada event" in lines
+    assert "ok   parser re-parsed with taxauth_txt-1.0" in lines
+    assert "ok   value venta 3.364 matches re-parsed" in lines
+    assert "ok   chain 3 link(s) consistent, each pointing back, no cycle" in lines
+
+
+def test_every_item_of_a_saved_response_passes(gateway: Gateway, tmp_path: Path) -> None:
+    saved = tmp_path / "rates.json"
+    body = gateway.get(SEPT).content
+    saved.write_bytes(body)
+    code, lines, _ = verify(gateway, "--response", str(saved))
+    assert code == 0, [line for line in lines if not line.startswith("ok")]
+    total = len(orjson.loads(body)["items"])
+    assert verdict(lines)["checked"] == total
+    assert sum(line.startswith("ok   item fields match") for line in lines) == total
+    # Imports are checked against their importada event's hash and line.
+    assert "ok   sha256 matches importada event" in lines
+    assert "ok   parser re-parsed with importado_csv-1.0" in lines
+
+
+def test_a_central_bank_close_is_re_parsed_from_its_json(gateway: Gateway) -> None:
+    # A publication checked against a close names the close's observation.
+    item = next(i for i in gateway.get(SEPT).json()["items"] if i["cotejos"])
+    close_id = item["cotejos"][0]["contraparte_observacion_id"]
+    code, lines, _ = verify(gateway, close_id)
+    assert code == 0, lines
+    assert "ok   parser re-parsed with centralbank_json-1.0" in lines
+
+
+def test_a_superseded_observation_is_a_notice_not_a_failure(gateway: Gateway) -> None:
+    imported = latest_detail(gateway)["cadena"]["ancestros"][0]
+    code, lines, _ = verify(gateway, imported["id"])
+    assert code == 0, lines
+    [finding] = verdict(lines)["findings"]
+    assert (finding["level"], finding["check"]) == ("notice", "chain")
+    assert finding["message"].startswith("superseded_por ")
+    assert any(line.startswith("note chain superseded_por") for line in lines)
+
+
+# -- cannot ask: exit 2, distinct from a mismatch ---------------------------------------------
+
+
+def test_unknown_observation_is_exit_2(gateway: Gateway) -> None:
+    code, lines, err = verify(gateway, "00000000-0000-4000-8000-000000000000")
+    assert (code, lines) == (2, [])
+    assert "404 NOT_FOUND" in err
+
+
+def test_a_refused_token_is_exit_2(gateway: Gateway) -> None:
+    code, _, err = verify(gateway, latest_detail(gateway)["observacion"]["id"], token="fxev_bad")
+    assert code == 2
+    assert "401 UNAUTHORIZED" in err
+
+
+def test_a_malformed_id_is_exit_2_before_any_request(gateway: Gateway) -> None:
+    code, lines, err = verify(gateway, "not-a-uuid")
+    assert (code, lines) == (2, [])
+    assert "not an observation id" in err
+
+
+def test_an_unreachable_api_is_exit_2(gateway: Gateway) -> None:
+    env = gateway.env | {"FXEV_TOKEN": gateway.token}
+    observation = latest_detail(gateway)["observacion"]["id"]
+    done = run_fxev(env, "verify", observation, "--url", "http://127.0.0.1:9")
+    assert done.returncode == 2
+    assert "127.0.0.1:9" in done.stderr
+
+
+def test_a_blob_the_gateway_refuses_is_exit_2(corrupt_gateway: Gateway) -> None:
+    code, _, err = verify(corrupt_gateway, latest_detail(corrupt_gateway)["observacion"]["id"])
+    assert code == 2
+    assert "500 INTERNAL" in err
+
+
+# -- a tampered tree: exit 1 -------------------------------------------------------------------
+
+
+def test_a_value_changed_in_the_site_fails(private_gateway: Gateway) -> None:
+    detail = latest_detail(private_gateway)
+    obs_id = detail["observacion"]["id"]
+    folder = private_gateway.site / "observations" / obs_id
+    newest = max(p for p in folder.iterdir() if not p.name.startswith("."))
+    altered = writable(newest).read_bytes().replace(b'"venta":"3.364"', b'"venta":"3.365"', 1)
+    newest.unlink()
+    (folder / f"{newest.name[:10]}-{hashlib.sha256(altered).hexdigest()}.json").write_bytes(altered)
+    assert latest_detail(private_gateway)["observacion"]["venta"] == "3.365"
+
+    code, lines, _ = verify(private_gateway, obs_id)
+    assert code == 1, lines
+    assert "FAIL value venta 3.365 != re-parsed 3.364" in lines
+    assert "FAIL event venta 3.365 != capturada event 3.364" in lines
+    result = verdict(lines)
+    assert result["ok"] is False
+    assert {f["check"] for f in result["findings"]} == {"value", "event"}
+
+
+def test_evidence_bytes_swapped_in_the_site_fail(private_gateway: Gateway) -> None:
+    detail = latest_detail(private_gateway)
+    obs_id, ev_id = detail["observacion"]["id"], detail["observacion"]["evidencia_id"]
+    meta_path = writable(private_gateway.site / "evidence" / f"{ev_id}.json")
+    meta = orjson.loads(meta_path.read_bytes())
+    objects = private_gateway.site / "objects" / "sha256"
+    original = (objects / meta["sha256"][:2] / meta["sha256"]).read_bytes()
+    altered = original.replace(b"3.364", b"3.365")
+    assert altered != original
+    sha = hashlib.sha256(altered).hexdigest()
+    (objects / sha[:2]).mkdir(exist_ok=True)
+    (objects / sha[:2] / sha).write_bytes(altered)
+    meta_path.write_bytes(orjson.dumps(meta | {"sha256": sha}))
+
+    code, lines, _ = verify(private_gateway, obs_id)
+    assert code == 1, lines
+    assert "ok   sha256 matches X-Sha256" in lines  # the forger kept the headers consistent
+    assert f"FAIL sha256 {sha} != capturada event {meta['sha256']}" in lines
+    assert "FAIL value venta 3.364 != re-parsed 3.365" in lines
+
+
+def test_a_saved_response_edited_after_the_fact_fails(gateway: Gateway, tmp_path: Path) -> None:
+    body = gateway.get(SEPT).json()
+    item = body["items"][-1]
+    served = item["venta"]
+    item["venta"] = "3.999"
+    saved = tmp_path / "edited.json"
+    saved.write_bytes(orjson.dumps(body))
+    code, lines, _ = verify(gateway, "--response", str(saved))
+    assert code == 1
+    assert f"FAIL item venta 3.999 != observation {served}" in lines
+    [finding] = verdict(lines)["findings"]
+    assert (finding["observacion_id"], finding["check"]) == (item["observacion_id"], "item")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"not json", "not JSON"), (b'{"items": []}', "dataset_revision")],
+)
+def test_an_unreadable_saved_response_is_exit_2(
+    gateway: Gateway, tmp_path: Path, content: bytes, message: str
+) -> None:
+    saved = tmp_path / "saved.json"
+    saved.write_bytes(content)
+    code, lines, err = verify(gateway, "--response", str(saved))
+    assert (code, lines) == (2, [])
+    assert message in err
