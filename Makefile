@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint fmt bench clean
+.PHONY: install run test lint fmt bench bench-gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,12 @@ lint: $(STAMP)
 fmt: $(STAMP)
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
 
-bench: $(STAMP)
+bench: bench-gateway
 	$(PY) -m bench
+
+# wrk and nginx from Debian's packages (installed if missing); the gateway beside nginx.
+bench-gateway: $(STAMP)
+	sh bench/install-tools.sh && $(PY) -m bench.gateway_load
 
 clean:
 	rm -rf $(VENV) var

@@ -40,7 +40,9 @@ def utc_timestamp(instant: datetime) -> str:
     """ISO-8601 UTC with microseconds and ``Z``: ``2026-09-20T13:05:00.000000Z``."""
     if instant.tzinfo is None:
         raise ValueError("naive datetime: an instant needs a time zone")
-    return instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = instant.astimezone(UTC)
+    # strftime's %Y does not pad years before 1000, and these timestamps are compared as text.
+    return f"{utc.year:04d}" + utc.strftime("-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_utc_timestamp(text: str) -> datetime:

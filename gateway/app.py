@@ -27,7 +27,7 @@ from builder.canonical import utc_timestamp
 from builder.health import ntp_state
 from builder.settings import Settings, load_settings
 from builder.tree import Tree
-from gateway import envelope, pagetoken, params
+from gateway import envelope, openapi, pagetoken, params
 from gateway.errors import (
     ApiError,
     Internal,
@@ -43,6 +43,7 @@ from gateway.freshness import frescura, freshness_entry
 from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, ledger_folder
 from gateway.published import Published, PublishedView
 from gateway.ratelimit import Limits, RateLimiter
+from tokens.cache import CachedTokenCheck
 from tokens.store import TokenRecord, TokenStore
 
 APP_NAME = "fxev_gateway"
@@ -86,6 +87,7 @@ def setup_stores(app: Sanic) -> None:
     async def open_stores(app: Sanic) -> None:
         settings: Settings = app.ctx.settings
         app.ctx.tokens = TokenStore.open(settings.home)
+        app.ctx.token_check = CachedTokenCheck(app.ctx.tokens)  # re-read when the file changes
         app.ctx.alerts = AlertStore.open(settings.home)
         app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
         app.ctx.view = PublishedView(Tree(settings.site))
@@ -124,13 +126,16 @@ def send(
     content_type: str = JSON,
     headers: dict[str, str] | None = None,
     body_request_id: str | None = FRESH,
+    body_sha256: str | None = None,
 ) -> HTTPResponse:
     """A response; ``body_request_id`` is the body's ``request_id`` for the ledger (FRESH: the
-    ``X-Request-Id``; None: the body has none)."""
+    ``X-Request-Id``; None: the body has none). ``body_sha256``: the hex SHA-256 of ``body`` when
+    already known (a memoised body, evidence checked at load), so the ledger need not hash it."""
     merged = {"X-Request-Id": x_request_id(request), **NO_STORE, **(headers or {})}
     if body_request_id == FRESH:
         body_request_id = x_request_id(request)
     request.ctx.body_request_id = body_request_id
+    request.ctx.known_digest = None if body_sha256 is None else (body, body_sha256)
     return raw(body, status=status, headers=merged, content_type=content_type)
 
 
@@ -150,7 +155,8 @@ def send_immutable(
     content_type: str = JSON,
     body_request_id: str | None = None,
 ) -> HTTPResponse:
-    """An immutable answer (as-of body, evidence): ETag, long caching, 304 on If-None-Match."""
+    """An immutable answer (as-of body, evidence): ETag, long caching, 304 on If-None-Match.
+    The ETag is the quoted SHA-256 of ``body``, so the ledger reuses it."""
     merged = {**IMMUTABLE, "ETag": etag, **headers}
     status = 304 if etag_matches(request, etag) else 200
     return send(
@@ -160,6 +166,7 @@ def send_immutable(
         content_type=content_type,
         headers=merged,
         body_request_id=body_request_id,
+        body_sha256=None if status == 304 else etag.strip('"'),
     )
 
 
@@ -206,7 +213,7 @@ def authenticate(request: Request) -> None:
     token = presented_token(request)
     if token is None:
         raise Unauthorized("A bearer token is required.")
-    record = request.app.ctx.tokens.check(token, datetime.now(UTC))
+    record = request.app.ctx.token_check.check(token, datetime.now(UTC))
     if record is None:
         raise Unauthorized("The token is invalid, revoked or expired.")
     request.ctx.token = record
@@ -257,16 +264,32 @@ async def health_ready(request: Request) -> HTTPResponse:
     return send(request, b'{"status":"ready"}', body_request_id=None)
 
 
+async def openapi_document(request: Request) -> HTTPResponse:
+    """Public (DECISIONS 9): the OpenAPI document, revalidated with its ETag."""
+    params.no_params(query(request))
+    headers = {"ETag": openapi.ETAG, "Cache-Control": openapi.CACHE_CONTROL}
+    body = b"" if etag_matches(request, openapi.ETAG) else openapi.BODY
+    status = 200 if body else 304
+    return send(request, body, status=status, headers=headers, body_request_id=None)
+
+
 async def rates(request: Request) -> HTTPResponse:
     pub = published(request)
+    view: PublishedView = request.app.ctx.view
+    # A query string answered as of a revision before: the same answer, before any parsing.
+    raw_key = ("rates?", request.query_string)
+    memo = view.memo_get(raw_key)
+    if memo is not None:
+        body, etag, tags, request_id = memo
+        return send_immutable(request, body, etag, tags, body_request_id=request_id)
     given = query(request)
     q = params.rates_query(given, pub.revision, request.app.ctx.secret)
-    view: PublishedView = request.app.ctx.view
     canonical = None
     if q.as_of_revision is not None:
         canonical = params.rates_canonical_request(q, given)
         memo = view.memo_get(canonical)
         if memo is not None:
+            view.memo_put(raw_key, memo)
             body, etag, tags, request_id = memo
             return send_immutable(request, body, etag, tags, body_request_id=request_id)
         request_id = str(uuid.uuid5(REQUEST_ID_NAMESPACE, canonical))
@@ -289,22 +312,31 @@ async def rates(request: Request) -> HTTPResponse:
         return send(request, body)
     etag = '"' + hashlib.sha256(body).hexdigest() + '"'
     tags = {"Cache-Tag": ",".join(f"{q.currency}/{q.series}/{year}" for year in q.years())}
-    view.memo_put(canonical, (body, etag, tags, request_id))
+    view.memo_put(canonical, (body, etag, tags, request_id), len(body))
+    view.memo_put(raw_key, (body, etag, tags, request_id))  # the same bytes, not counted twice
     return send_immutable(request, body, etag, tags, body_request_id=request_id)
 
 
 async def rates_latest(request: Request) -> HTTPResponse:
     pub = published(request)
-    q = params.series_query(query(request))
-    ref = tree(request).latest(q.series, pub.revision)
-    if ref is None:
-        raise NoObservations(f"The series {q.series} has no observations.")
-    block = frescura(q.series, ref.fecha_serie, hoy_lima(request))
-    superseded_por = pub.superseded_por.get(ref.observacion_id)
-    body = envelope.latest_body(
-        ref.prefix, superseded_por, block, pub.revision, x_request_id(request)
-    )
-    return send(request, body)
+    view: PublishedView = request.app.ctx.view
+    today = hoy_lima(request)
+    # The body is a function of the query string, the published revision and today in Lima,
+    # but for its fresh request_id: memoised cut around it.
+    key = ("latest?", request.query_string, today)
+    parts = view.memo_get(key)
+    if parts is None:
+        q = params.series_query(query(request))
+        ref = tree(request).latest(q.series, pub.revision)
+        if ref is None:
+            raise NoObservations(f"The series {q.series} has no observations.")
+        block = frescura(q.series, ref.fecha_serie, today)
+        superseded_por = pub.superseded_por.get(ref.observacion_id)
+        item = envelope.latest_prefix(ref.prefix, superseded_por, block)
+        parts = envelope.finish_around_request_id(item, pub.revision)
+        view.memo_put(key, parts, len(parts[0]) + len(parts[1]))
+    head, tail = parts
+    return send(request, head + x_request_id(request).encode() + tail)
 
 
 async def observation(request: Request, obs_id: str) -> HTTPResponse:
@@ -319,7 +351,23 @@ async def observation(request: Request, obs_id: str) -> HTTPResponse:
 
 async def evidence(request: Request, ev_id: str) -> HTTPResponse:
     pub = published(request)
-    ev_id = params.path_uuid("ev_id", ev_id)
+    view: PublishedView = request.app.ctx.view
+    key = ("evidence", ev_id)  # the path segment as sent: a valid id, checked the first time
+    found = view.memo_get(key)
+    if found is None:
+        found = evidence_answer(request, pub, params.path_uuid("ev_id", ev_id))
+        view.memo_put(key, found, len(found[0]))
+    if request.query_string:
+        params.no_params(query(request))
+    data, etag, headers, content_type = found
+    return send_immutable(request, data, etag, headers, content_type)
+
+
+def evidence_answer(
+    request: Request, pub: Published, ev_id: str
+) -> tuple[bytes, str, dict[str, str], str]:
+    """(bytes, ETag, headers, content type) of a published evidence file, its bytes checked
+    against their recorded SHA-256 as they are read."""
     params.no_params(query(request))
     meta = tree(request).evidence_meta(ev_id, pub.revision)
     if meta is None:
@@ -333,11 +381,7 @@ async def evidence(request: Request, ev_id: str) -> HTTPResponse:
         "Content-Disposition": f'attachment; filename="{ev_id}"',
     }
     etag = '"' + meta["sha256"] + '"'
-    content_type = meta["content_type"]
-    if etag_matches(request, etag):
-        return send_immutable(request, b"", etag, headers, content_type)
-    data = tree(request).evidence_bytes(meta["sha256"])
-    return send_immutable(request, data, etag, headers, content_type)
+    return tree(request).evidence_bytes(meta["sha256"]), etag, headers, meta["content_type"]
 
 
 async def revisions(request: Request) -> HTTPResponse:
@@ -414,6 +458,7 @@ ROUTES: tuple[tuple[str, Handler, bool], ...] = (
     ("/v1/coverage", coverage, True),
     ("/v1/alerts", alerts, True),
     ("/v1/annotations", annotations, True),
+    (openapi.PATH, openapi_document, False),
 )
 
 
@@ -434,7 +479,21 @@ def ledger_token(request: Request) -> TokenRecord | None:
     if request.path == "/v1/health/live":
         return None  # public, and it touches no store
     text = presented_token(request)
-    return None if text is None else request.app.ctx.tokens.check(text, datetime.now(UTC))
+    return None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
+
+
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def sent_digest(request: Request, sent: bytes) -> str:
+    """The hex SHA-256 of the body bytes sent: the one ``send`` was given for these very bytes
+    (the same object), else computed here."""
+    if not sent:
+        return EMPTY_SHA256
+    known = getattr(request.ctx, "known_digest", None)
+    if known is not None and known[0] is sent:
+        return known[1]
+    return hashlib.sha256(sent).hexdigest()
 
 
 def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -> LedgerEntry:
@@ -444,7 +503,7 @@ def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -
         ts=utc_timestamp(datetime.now(UTC)),
         x_request_id=x_request_id(request),
         request_id=getattr(request.ctx, "body_request_id", None),
-        sha256=hashlib.sha256(sent).hexdigest(),
+        sha256=sent_digest(request, sent),
         bytes=len(sent),
         etag=response.headers.get("etag"),
         token_id=token.id,

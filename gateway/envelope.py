@@ -29,6 +29,15 @@ def finish(prefix: bytes, revision: int, request_id: str) -> bytes:
     return prefix + (tail if prefix == b"{" else b"," + tail)
 
 
+def finish_around_request_id(prefix: bytes, revision: int) -> tuple[bytes, bytes]:
+    """``finish`` cut where the request id goes: ``head + request_id + tail`` is the same bytes as
+    ``finish(prefix, revision, request_id)`` for a UUID (nothing in it to escape), so a body
+    whose only fresh part is its ``request_id`` is assembled without encoding anything."""
+    marker = "00000000-0000-0000-0000-000000000000"
+    head, _, tail = finish(prefix, revision, marker).rpartition(marker.encode())
+    return head, tail
+
+
 def items_array(items: Iterable[bytes]) -> bytes:
     return b"[" + b",".join(items) + b"]"
 
@@ -55,16 +64,12 @@ def rates_body(
     return finish(prefix, revision, request_id)
 
 
-def latest_body(
-    item_prefix: bytes,
-    superseded_por: str | None,
-    frescura: Mapping[str, Any],
-    revision: int,
-    request_id: str,
+def latest_prefix(
+    item_prefix: bytes, superseded_por: str | None, frescura: Mapping[str, Any]
 ) -> bytes:
-    """``/v1/rates/latest``: the item, ``frescura`` and the envelope at the top level."""
+    """``/v1/rates/latest`` before its envelope: the item, then ``frescura``."""
     item = splice_item(item_prefix, superseded_por)[:-1]
-    return finish(item + b',"frescura":' + orjson.dumps(frescura), revision, request_id)
+    return item + b',"frescura":' + orjson.dumps(frescura)
 
 
 def listing_body(items: Sequence[Any], revision: int, request_id: str) -> bytes:

@@ -50,7 +50,9 @@ class LedgerEntry:
     status: int
 
     def line(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self)) + b"\n"
+        # orjson writes a dataclass's fields in declaration order, as ``asdict`` would, for a
+        # tenth of the cost (``asdict`` deep-copies every field).
+        return orjson.dumps(self) + b"\n"
 
 
 def ledger_folder(home: Path) -> Path:

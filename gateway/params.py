@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Collection, Mapping
-from datetime import UTC, date, datetime
+from datetime import MINYEAR, UTC, date, datetime
 from urllib.parse import parse_qsl, quote, unquote
 
 from gateway import pagetoken
@@ -237,9 +237,21 @@ def revisions_at(params: Mapping[str, str]) -> datetime:
     try:
         if not _INSTANT.fullmatch(raw):
             raise ValueError(raw)
-        return datetime.fromisoformat(raw.replace("Z", "+00:00")).astimezone(UTC)
+        instant = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidParams("at must be an ISO-8601 date-time with Z or ±HH:MM") from None
+    return in_utc(instant)
+
+
+def in_utc(instant: datetime) -> datetime:
+    """``instant`` in UTC; one that falls outside the years 1 to 9999 there is clamped to the
+    bound it crossed, which resolves alike: before every revision, or after all of them."""
+    try:
+        return instant.astimezone(UTC)
+    except OverflowError:
+        if instant.year == MINYEAR:
+            return datetime.min.replace(tzinfo=UTC)
+        return datetime.max.replace(tzinfo=UTC)
 
 
 def no_params(params: Mapping[str, str]) -> None:

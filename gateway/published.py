@@ -1,7 +1,8 @@
 """The published revision as one worker sees it: the pointer, re-checked per request by a stat.
 
-What is per published revision (its ``superseded_por`` map, memoised as-of bodies) is cached
-against that revision and dropped when the pointer moves.
+What is per published revision (its ``superseded_por`` map, memoised as-of bodies, evidence and
+the parts of ``/latest`` bodies) is cached against that revision and dropped when the pointer
+moves. The memo is bounded in entries and in the bytes of the bodies it holds.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Any
 
 from builder.tree import POINTER, Tree
@@ -22,17 +24,20 @@ class Published:
 
 
 class PublishedView:
-    def __init__(self, tree: Tree, memo_size: int = 1024) -> None:
+    def __init__(self, tree: Tree, memo_size: int = 1024, memo_bytes: int = 128 << 20) -> None:
         self.tree = tree
+        self._pointer_path = os.fspath(tree.site / POINTER)  # stat()ed on every request
         self._stat_key: tuple[int, int, int] | None = None
         self._current: Published | None = None
-        self._memo: OrderedDict[str, Any] = OrderedDict()
+        self._memo: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._memo_size = memo_size
+        self._memo_bytes = memo_bytes
+        self._memo_held = 0
 
     def current(self) -> Published | None:
         """The published revision now, or None before the first build."""
         try:
-            st = os.stat(self.tree.site / POINTER)
+            st = os.stat(self._pointer_path)
         except FileNotFoundError:
             return None
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
@@ -47,15 +52,26 @@ class PublishedView:
             )
             self._stat_key = key
             self._memo.clear()
+            self._memo_held = 0
         return self._current
 
-    def memo_get(self, key: str) -> Any:
-        value = self._memo.get(key)
-        if value is not None:
-            self._memo.move_to_end(key)
-        return value
+    def memo_get(self, key: Hashable) -> Any:
+        """What was memoised under ``key`` for the published revision, or None."""
+        found = self._memo.get(key)
+        if found is None:
+            return None
+        self._memo.move_to_end(key)
+        return found[0]
 
-    def memo_put(self, key: str, value: Any) -> None:
-        self._memo[key] = value
-        if len(self._memo) > self._memo_size:
-            self._memo.popitem(last=False)
+    def memo_put(self, key: Hashable, value: Any, size: int = 0) -> None:
+        """Memoise ``value`` (holding ``size`` bytes of bodies); the least recent go first."""
+        previous = self._memo.pop(key, None)
+        if previous is not None:
+            self._memo_held -= previous[1]
+        self._memo[key] = (value, size)
+        self._memo_held += size
+        while len(self._memo) > self._memo_size or (
+            self._memo_held > self._memo_bytes and len(self._memo) > 1
+        ):
+            _, (_, dropped) = self._memo.popitem(last=False)
+            self._memo_held -= dropped

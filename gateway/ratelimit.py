@@ -8,15 +8,18 @@ The arithmetic is :func:`decide`, a pure function. It needs only two facts: the 
 ``per_min``-th most recent accepted request (a new one passes the minute rule exactly when that
 one has left the window, or when there are fewer than ``per_min``) and today's count. The store
 numbers each token's accepted requests (``seq``) and keeps the instants of the last ``per_min`` in
-a ring (``slot = seq % per_min``), so the first fact is one lookup by primary key whatever the
-traffic, and a token never holds more than ``per_min`` rows. A slot holding another ``seq`` (the
-limit was changed between restarts) counts as unknown: the ring refills within a minute.
+a ring (``slot = seq % per_min``), so the first fact is one read at a fixed offset whatever the
+traffic. A slot holding another ``seq`` (the limit was changed between restarts) counts as
+unknown: the ring refills within a minute.
 
-The state lives in ``FXEV_HOME/ratelimit.sqlite`` (WAL; a committed count survives a killed
-process). Every worker of the host opens it; one decision is one transaction taken under an
-exclusive ``flock`` of ``ratelimit.lock``, so two workers never interleave a read and a write, and
-a waiting worker is woken by the kernel the moment the lock is free (SQLite's own busy handler
-would sleep in steps of milliseconds).
+The state of a token is one fixed-layout file, ``FXEV_HOME/ratelimit/<token id>.ring``
+(:class:`RingFile`): a header (``seq`` of the last accepted request, the Lima day and its count)
+then the ring's slots (``seq``, instant in microseconds). Every worker of the host opens it; one
+decision is two small reads and, when the request passes, two small writes, all under an
+exclusive ``flock`` of that file, so two workers never interleave a read and a write and a waiting
+worker is woken by the kernel the moment the lock is free. Writes go to the page cache: a count
+survives a killed process, as the SQLite store this replaces (WAL, ``synchronous=NORMAL``) did,
+at a tenth of the cost (no transaction, no journal).
 """
 
 from __future__ import annotations
@@ -25,32 +28,18 @@ import dataclasses
 import fcntl
 import math
 import os
-import sqlite3
+import re
+import struct
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-RATELIMIT_FILE = "ratelimit.sqlite"
-LOCK_FILE = "ratelimit.lock"
+RATELIMIT_DIR = "ratelimit"
+SUFFIX = ".ring"
 WINDOW_US = 60_000_000
 LIMA = ZoneInfo("America/Lima")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS counters (
-    token_id  TEXT PRIMARY KEY,
-    last_seq  INTEGER NOT NULL,
-    day       TEXT NOT NULL,
-    day_count INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS hits (
-    token_id TEXT NOT NULL,
-    slot     INTEGER NOT NULL,
-    seq      INTEGER NOT NULL,
-    ts_us    INTEGER NOT NULL,
-    PRIMARY KEY (token_id, slot)
-) WITHOUT ROWID;
-"""
+_SAFE_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -66,7 +55,7 @@ class Decision:
 
 
 def epoch_us(instant: datetime) -> int:
-    delta = instant.astimezone(UTC) - EPOCH
+    delta = instant - EPOCH  # aware datetimes subtract across zones
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
@@ -76,6 +65,24 @@ def lima_day(instant: datetime) -> date:
 
 def next_lima_midnight(day: date) -> datetime:
     return datetime.combine(day + timedelta(days=1), time(0), tzinfo=LIMA)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LimaDay:
+    """A calendar day in Lima as a span of the real clock: [start_us, end_us)."""
+
+    day: date
+    start_us: int
+    end_us: int
+
+    @classmethod
+    def of(cls, instant: datetime) -> LimaDay:
+        day = lima_day(instant)
+        start = datetime.combine(day, time(0), tzinfo=LIMA)
+        return cls(day, epoch_us(start), epoch_us(next_lima_midnight(day)))
+
+    def holds(self, now_us: int) -> bool:
+        return self.start_us <= now_us < self.end_us
 
 
 def decide(
@@ -101,81 +108,121 @@ def decide(
     return Decision(False, max(1, math.ceil(max(waits) / 1_000_000)))
 
 
+# -- one token's file ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Counter:
+    """A token's header: the ``seq`` of its last accepted request, and a Lima day's count."""
+
+    last_seq: int
+    day: int  # the Lima day as a proleptic ordinal (``date.toordinal``)
+    day_count: int
+
+
+class RingFile:
+    """Layout of ``<token id>.ring``: a header, then slot ``i`` at a fixed offset.
+
+    header: magic ``FXRL``, format version, ``last_seq``, Lima day, its count (little-endian);
+    slot: ``seq``, instant (microseconds since the epoch). A short read (a new file, a slot never
+    written) reads as nothing.
+    """
+
+    MAGIC = b"FXRL"
+    VERSION = 1
+    HEADER = struct.Struct("<4sIqqq")
+    SLOT = struct.Struct("<qq")
+
+    @classmethod
+    def slot_offset(cls, slot: int) -> int:
+        return cls.HEADER.size + slot * cls.SLOT.size
+
+    @classmethod
+    def encode_header(cls, counter: Counter) -> bytes:
+        return cls.HEADER.pack(
+            cls.MAGIC, cls.VERSION, counter.last_seq, counter.day, counter.day_count
+        )
+
+    @classmethod
+    def decode_header(cls, data: bytes) -> Counter | None:
+        if len(data) < cls.HEADER.size:
+            return None
+        magic, version, last_seq, day, day_count = cls.HEADER.unpack(data)
+        if magic != cls.MAGIC or version != cls.VERSION:
+            raise ValueError(f"not a rate-limit ring file (magic {magic!r}, version {version})")
+        return Counter(last_seq, day, day_count)
+
+    @classmethod
+    def decode_slot(cls, data: bytes) -> tuple[int, int] | None:
+        """(seq, instant) of a slot, or None if it was never written."""
+        if len(data) < cls.SLOT.size:
+            return None
+        seq, ts_us = cls.SLOT.unpack(data)
+        return None if seq == 0 else (seq, ts_us)
+
+
+def ring_path(home: Path, token_id: str) -> Path:
+    if not _SAFE_TOKEN_ID.fullmatch(token_id):
+        raise ValueError(f"not a token id: {token_id!r}")
+    return home / RATELIMIT_DIR / (token_id + SUFFIX)
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
 class RateLimiter:
     """The host's shared rate-limit state; one instance per worker process."""
 
-    def __init__(self, conn: sqlite3.Connection, lock_fd: int, limits: Limits) -> None:
-        self._conn = conn
-        self._lock_fd = lock_fd
+    def __init__(self, home: Path, limits: Limits) -> None:
+        self.home = home
         self.limits = limits
+        self._fds: dict[str, int] = {}
+        self._today: LimaDay | None = None  # zone arithmetic once a day, not per request
 
     @classmethod
     def open(cls, home: Path, limits: Limits) -> RateLimiter:
-        home.mkdir(parents=True, exist_ok=True)
-        lock_fd = os.open(home / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-        conn = sqlite3.connect(home / RATELIMIT_FILE, isolation_level=None, timeout=30)
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute("PRAGMA synchronous=NORMAL")
-                conn.executescript(_SCHEMA)
-            finally:
-                fcntl.flock(lock_fd, fcntl.LOCK_UN)
-        except BaseException:
-            conn.close()
-            os.close(lock_fd)
-            raise
-        return cls(conn, lock_fd, limits)
+        (home / RATELIMIT_DIR).mkdir(parents=True, exist_ok=True)
+        return cls(home, limits)
 
     def close(self) -> None:
-        self._conn.close()
-        os.close(self._lock_fd)
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+    def _fd(self, token_id: str) -> int:
+        fd = self._fds.get(token_id)
+        if fd is None:
+            path = ring_path(self.home, token_id)
+            fd = self._fds[token_id] = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        return fd
 
     def acquire(self, token_id: str, now: datetime) -> Decision:
         """Decide for one request of ``token_id`` at ``now`` (real clock); count it if it passes."""
         now_us = epoch_us(now)
-        today = lima_day(now)
-        day_end_us = epoch_us(next_lima_midnight(today))
-        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        span = self._today
+        if span is None or not span.holds(now_us):
+            span = self._today = LimaDay.of(now)
+        today, day_end_us = span.day, span.end_us
+        per_min = self.limits.per_min
+        fd = self._fd(token_id)
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = conn.execute(
-                    "SELECT last_seq, day, day_count FROM counters WHERE token_id = ?",
-                    (token_id,),
-                ).fetchone()
-                last_seq, day, day_count = row if row else (0, today.isoformat(), 0)
-                if day != today.isoformat():
-                    day_count = 0
-                nth_seq = last_seq - self.limits.per_min + 1
-                nth = None
-                if nth_seq >= 1:
-                    found = conn.execute(
-                        "SELECT seq, ts_us FROM hits WHERE token_id = ? AND slot = ?",
-                        (token_id, nth_seq % self.limits.per_min),
-                    ).fetchone()
-                    nth = found[1] if found and found[0] == nth_seq else None
-                decision = decide(self.limits, now_us, nth, day_count, day_end_us)
-                if decision.allowed:
-                    self._count(token_id, last_seq + 1, now_us, today.isoformat(), day_count + 1)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            counter = RingFile.decode_header(os.pread(fd, RingFile.HEADER.size, 0))
+            if counter is None:
+                counter = Counter(0, today.toordinal(), 0)
+            day_count = counter.day_count if counter.day == today.toordinal() else 0
+            nth_seq = counter.last_seq - per_min + 1
+            nth = None
+            if nth_seq >= 1:
+                offset = RingFile.slot_offset(nth_seq % per_min)
+                found = RingFile.decode_slot(os.pread(fd, RingFile.SLOT.size, offset))
+                nth = found[1] if found is not None and found[0] == nth_seq else None
+            decision = decide(self.limits, now_us, nth, day_count, day_end_us)
+            if decision.allowed:
+                seq = counter.last_seq + 1
+                os.pwrite(fd, RingFile.SLOT.pack(seq, now_us), RingFile.slot_offset(seq % per_min))
+                accepted = Counter(seq, today.toordinal(), day_count + 1)
+                os.pwrite(fd, RingFile.encode_header(accepted), 0)
         finally:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
         return decision
-
-    def _count(self, token_id: str, seq: int, now_us: int, day: str, day_count: int) -> None:
-        conn = self._conn
-        slot = seq % self.limits.per_min
-        conn.execute(
-            "INSERT OR REPLACE INTO hits VALUES (?, ?, ?, ?)", (token_id, slot, seq, now_us)
-        )
-        conn.execute(
-            "INSERT INTO counters VALUES (?, ?, ?, ?) ON CONFLICT(token_id) DO UPDATE SET"
-            " last_seq = excluded.last_seq, day = excluded.day, day_count = excluded.day_count",
-            (token_id, seq, day, day_count),
-        )

@@ -247,6 +247,11 @@ class TokenStore:
         latest commit of any process), then a constant-time comparison of the hashes.
         """
         now = _aware(now)
+        record = self.matching_record(token_text)
+        return record if record is not None and record.is_valid(now) else None
+
+    def matching_record(self, token_text: str) -> TokenRecord | None:
+        """The record whose hash is that of ``token_text``, valid or not; else None."""
         found_id = parse_token_id(token_text)
         if found_id is None:
             return None
@@ -256,10 +261,11 @@ class TokenStore:
         ).fetchone()
         stored = _NO_SUCH_HASH if row is None else row["hash"]
         matches = hmac.compare_digest(stored.encode("ascii"), token_hash(token_text).encode())
-        if row is None or not matches:
-            return None
-        record = _record(row)
-        return record if record.is_valid(now) else None
+        return _record(row) if row is not None and matches else None
+
+    def data_version(self) -> int:
+        """A number that changes whenever another connection commits to the file."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
 def _record(row: sqlite3.Row) -> TokenRecord:

@@ -308,13 +308,9 @@ def _print_gateway_log_on_failure(request: pytest.FixtureRequest) -> Iterator[No
     report = getattr(request.node, "rep_call", None)
     if report is None or not report.failed:
         return
-    for name in (
-        "gateway",
-        "unbuilt_gateway",
-        "corrupt_gateway",
-        "tampered_record_gateway",
-        "private_gateway",
-    ):
-        if name in request.fixturenames:
-            running: Gateway = request.getfixturevalue(name)
-            print(f"--- {name} log ({running.log_path}) ---\n{running.log()}")
+    # The test's own fixture values: a function-scoped gateway may be torn down already, but its
+    # log file is still there (getfixturevalue would fail on it).
+    values = getattr(request.node, "funcargs", None) or {}
+    for name, value in values.items():
+        if isinstance(value, Gateway):
+            print(f"--- {name} log ({value.log_path}) ---\n{value.log()}")

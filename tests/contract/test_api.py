@@ -456,6 +456,25 @@ def test_revisions_resolves_an_instant_and_reads_a_space_as_plus(gateway: Gatewa
     assert encoded["revision"] == PUBLISHED
 
 
+@pytest.mark.parametrize(
+    "at",
+    [
+        "0999-12-31T23:59:59Z",  # years before 1000 once compared as unpadded text
+        "0001-01-01T00:00:01%2B01:01",  # before year 1 in UTC: once a 500
+    ],
+)
+def test_revisions_before_year_1000_or_year_1_is_no_observations(gateway: Gateway, at: str) -> None:
+    assert_api_error(gateway.get("/v1/revisions?at=" + at), 404, "NO_OBSERVATIONS")
+
+
+def test_revisions_after_year_9999_in_utc_resolves_the_published_revision(
+    gateway: Gateway,
+) -> None:
+    resp = gateway.get("/v1/revisions?at=9999-12-31T23:59:59-01:00")  # once a 500
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["revision"] == PUBLISHED
+
+
 def test_coverage_lists_the_served_series(gateway: Gateway) -> None:
     body = assert_fresh_envelope(gateway.get("/v1/coverage"))
     assert set(body) == {"series"} | ENVELOPE

@@ -129,6 +129,19 @@ def test_revisions_at_without_offset_is_invalid(raw: str) -> None:
         params.revisions_at({"at": raw})
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("0001-01-01T00:00:01+01:01", datetime.min.replace(tzinfo=UTC)),
+        ("9999-12-31T23:59:59-01:00", datetime.max.replace(tzinfo=UTC)),
+    ],
+)
+def test_revisions_at_beyond_the_representable_years_is_clamped(
+    raw: str, expected: datetime
+) -> None:
+    assert params.revisions_at({"at": raw}) == expected
+
+
 def test_path_uuid_lowercases_and_rejects_other_shapes() -> None:
     upper = "AE837D67-1520-44F3-B959-0020D7590BB0"
     assert params.path_uuid("obs_id", upper) == upper.lower()

@@ -97,6 +97,12 @@ def test_utc_timestamp_has_microseconds_and_z() -> None:
     assert utc_timestamp(instant) == "2026-09-20T13:05:00.000000Z"
 
 
+def test_utc_timestamp_pads_the_year_to_four_digits() -> None:
+    # Timestamps are compared as text (revision lookup): "999-..." sorted after "2026-...".
+    assert utc_timestamp(datetime(999, 1, 1, tzinfo=UTC)) == "0999-01-01T00:00:00.000000Z"
+    assert utc_timestamp(datetime.min.replace(tzinfo=UTC)) == "0001-01-01T00:00:00.000000Z"
+
+
 @given(
     st.datetimes(
         min_value=datetime(2000, 1, 2),  # noqa: DTZ001 (hypothesis bounds are naive)

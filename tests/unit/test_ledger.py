@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import uuid
 from pathlib import Path
@@ -106,3 +107,10 @@ def test_an_unwritable_ledger_fails_every_waiting_response_then_recovers(tmp_pat
     asyncio.run(ledger.append(entry(9)))
     ledger.close()
     assert [e["x_request_id"] for e in read_entries(folder)] == [str(uuid.UUID(int=9))]
+
+
+def test_entry_line_is_one_json_object_with_every_field_in_declaration_order() -> None:
+    line = entry(7, "rid").line()
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert orjson.loads(line) == dataclasses.asdict(entry(7, "rid"))
+    assert list(orjson.loads(line)) == [f.name for f in dataclasses.fields(LedgerEntry)]

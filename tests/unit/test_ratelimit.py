@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -11,13 +11,17 @@ from hypothesis import strategies as st
 
 from gateway.ratelimit import (
     WINDOW_US,
+    Counter,
     Decision,
+    LimaDay,
     Limits,
     RateLimiter,
+    RingFile,
     decide,
     epoch_us,
     lima_day,
     next_lima_midnight,
+    ring_path,
 )
 
 FAR = 10**18  # a day end that never matters
@@ -154,5 +158,39 @@ def test_the_store_keeps_at_most_per_min_instants_per_token(tmp_path: Path, per_
     limiter = RateLimiter.open(tmp_path, Limits(per_min, 10**6))
     for i in range(200):
         limiter.acquire("tok", T0 + timedelta(seconds=i * 30))
-    rows = limiter._conn.execute("SELECT count(*) FROM hits").fetchone()[0]
-    assert rows == per_min
+    size = ring_path(tmp_path, "tok").stat().st_size
+    assert size == RingFile.slot_offset(per_min)  # the header and per_min slots, no more
+
+
+def test_a_count_written_by_one_worker_is_read_back_after_a_restart_of_both(tmp_path: Path) -> None:
+    first, second = open_pair(tmp_path, Limits(3, 1000))
+    assert first.acquire("tok", T0).allowed
+    assert second.acquire("tok", T0 + timedelta(seconds=1)).allowed
+    first.close()
+    second.close()
+    again = RateLimiter.open(tmp_path, Limits(3, 1000))
+    assert again.acquire("tok", T0 + timedelta(seconds=2)).allowed
+    assert again.acquire("tok", T0 + timedelta(seconds=3)) == Decision(False, 57)
+
+
+def test_ring_header_round_trips_and_a_foreign_file_is_refused() -> None:
+    counter = Counter(last_seq=12, day=date(2026, 9, 21).toordinal(), day_count=5)
+    assert RingFile.decode_header(RingFile.encode_header(counter)) == counter
+    assert RingFile.decode_header(b"") is None  # a new, empty file
+    assert RingFile.decode_slot(b"\0" * RingFile.SLOT.size) is None  # a hole: never written
+    with pytest.raises(ValueError, match="ring"):
+        RingFile.decode_header(b"SQLite format 3\0" + b"\0" * 16)
+
+
+@pytest.mark.parametrize("token_id", ["", "../x", "a/b", "x" * 65])
+def test_a_token_id_that_is_not_a_plain_name_never_becomes_a_path(token_id: str) -> None:
+    with pytest.raises(ValueError, match="token id"):
+        ring_path(Path("/home"), token_id)
+
+
+def test_lima_day_spans_the_real_clock_from_midnight_to_midnight_in_lima() -> None:
+    span = LimaDay.of(T0)
+    assert span.day == date(2026, 9, 21)
+    assert span.start_us == epoch_us(datetime(2026, 9, 21, 5, 0, tzinfo=UTC))
+    assert span.end_us == epoch_us(datetime(2026, 9, 22, 5, 0, tzinfo=UTC))
+    assert span.holds(span.start_us) and not span.holds(span.end_us)

@@ -1,0 +1,192 @@
+"""The two servers of the gateway benchmark, as processes on 127.0.0.1, and their CPU time.
+
+* the gateway: ``python -m bench.serve`` (the real app, 2 workers, ledger on or off);
+* nginx: the same response bytes from files (``nginx_config`` renders its configuration).
+
+CPU time is read from ``/proc``: user + system time of a process and all its descendants.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+START_TIMEOUT_S = 60.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- CPU time of a process tree -----------------------------------------------------------------
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (fields := _stat_fields(int(name))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds used so far by ``pids`` (those still alive)."""
+    ticks = 0
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None:
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / CLOCK_TICKS
+
+
+# -- waiting and stopping -----------------------------------------------------------------------
+
+
+def wait_until_answering(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url}: the server exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url}: no answer within {START_TIMEOUT_S:g} s: {log.read_text()[-2000:]}")
+
+
+def stop(process: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- the gateway, and the bare Sanic under it ---------------------------------------------------
+
+
+@contextlib.contextmanager
+def python_server(
+    module: str, args: list[str], env: dict[str, str], log: Path, ready_path: str
+) -> Iterator[tuple[str, int]]:
+    """``python -m module --port P ...`` on a free port: yields (base URL, PID of its main
+    process)."""
+    port = free_port()
+    command = [sys.executable, "-m", module, "--port", str(port), *args]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_answering(base + ready_path, process, log)
+        yield base, process.pid
+    finally:
+        stop(process)
+
+
+def gateway(
+    env: dict[str, str], workers: int, ledger: bool, log: Path
+) -> contextlib.AbstractContextManager[tuple[str, int]]:
+    """The real gateway (``bench.serve``), the ledger on or off."""
+    args = ["--workers", str(workers)] + ([] if ledger else ["--no-ledger"])
+    return python_server("bench.serve", args, env, log, "/v1/health/live")
+
+
+def bare_sanic(
+    env: dict[str, str], workers: int, root: Path, ready_file: str, log: Path
+) -> contextlib.AbstractContextManager[tuple[str, int]]:
+    """A bare Sanic serving the files of ``root`` from memory (``bench.bare``)."""
+    args = ["--workers", str(workers), "--root", str(root)]
+    return python_server("bench.bare", args, env, log, "/" + ready_file)
+
+
+# -- nginx --------------------------------------------------------------------------------------
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
+    if found is None:
+        raise RuntimeError("nginx is not installed (bench/install-tools.sh installs it)")
+    return found
+
+
+def nginx_config(prefix: Path, root: Path, port: int, workers: int, as_root: bool) -> str:
+    """A minimal nginx serving the files under ``root`` on 127.0.0.1:``port``, in the foreground."""
+    temp = [
+        f"    {kind}_temp_path {prefix / (kind + '_temp')};"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    ]
+    lines = [
+        "user root;" if as_root else "",
+        f"worker_processes {workers};",
+        "daemon off;",
+        f"pid {prefix / 'nginx.pid'};",
+        f"error_log {prefix / 'error.log'} warn;",
+        "events { worker_connections 1024; }",
+        "http {",
+        "    access_log off;",
+        "    sendfile on;",
+        "    tcp_nopush on;",
+        "    keepalive_requests 100000000;",
+        "    types { }",
+        "    default_type application/json;",
+        *temp,
+        "    server {",
+        f"        listen 127.0.0.1:{port};",
+        f"        root {root};",
+        "        location / { }",
+        "    }",
+        "}",
+    ]
+    return "\n".join(line for line in lines if line) + "\n"
+
+
+@contextlib.contextmanager
+def nginx(root: Path, prefix: Path, workers: int) -> Iterator[tuple[str, int]]:
+    """nginx serving ``root`` on a free port: yields (base URL, PID of its master process)."""
+    port = free_port()
+    prefix.mkdir(parents=True, exist_ok=True)
+    config = prefix / "nginx.conf"
+    config.write_text(nginx_config(prefix, root, port, workers, os.geteuid() == 0))
+    log = prefix / "error.log"
+    command = [nginx_binary(), "-p", str(prefix), "-e", str(log), "-c", str(config)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_answering(base + "/", process, log)
+        yield base, process.pid
+    finally:
+        stop(process, signal.SIGQUIT)

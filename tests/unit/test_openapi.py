@@ -1,0 +1,215 @@
+"""The OpenAPI document: valid 3.1, deterministic, and agreeing with the gateway and the snapshot.
+
+The snapshot of every response's field set (``tests/contract/field_sets.json``) is what the API
+really sends; every path in it must be described by the document's schema of that response.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from openapi_spec_validator import OpenAPIV31SpecValidator
+
+from gateway import app, errors, openapi, params
+
+SNAPSHOT = orjson.loads((Path(__file__).parents[1] / "contract" / "field_sets.json").read_bytes())
+DOC = openapi.DOCUMENT
+# Response kind of the snapshot -> (path, status) of the document that describes it.
+KINDS = {
+    "alerts": ("/v1/alerts", "200"),
+    "annotations": ("/v1/annotations", "200"),
+    "annotations_listed": ("/v1/annotations", "200"),
+    "coverage": ("/v1/coverage", "200"),
+    "error": ("/v1/coverage", "401"),
+    "health_freshness": ("/v1/health/freshness", "200"),
+    "health_live": ("/v1/health/live", "200"),
+    "health_ready": ("/v1/health/ready", "200"),
+    "observation": ("/v1/observations/{obs_id}", "200"),
+    "observation_cross_checked": ("/v1/observations/{obs_id}", "200"),
+    "rates": ("/v1/rates", "200"),
+    "rates_cross_checked": ("/v1/rates", "200"),
+    "rates_latest": ("/v1/rates/latest", "200"),
+    "rates_with_annotations": ("/v1/rates", "200"),
+    "rates_annotated": ("/v1/rates", "200"),
+    "revisions": ("/v1/revisions", "200"),
+    "validation_error": ("/v1/evidence/{ev_id}", "422"),
+}
+HEADER_KINDS = {
+    "fresh": ("/v1/coverage", "200"),
+    "as_of": ("/v1/rates", "200"),
+    "as_of_not_modified": ("/v1/rates", "304"),
+    "evidence": ("/v1/evidence/{ev_id}", "200"),
+    "unauthorized": ("/v1/coverage", "401"),
+    "method_not_allowed": None,  # answered on any path by an undeclared method
+}
+# The type-dependent objects the snapshot lists per type (test_field_sets.py: OPAQUE).
+OPAQUE = {"eventos[].detalle", "items[].detalle"}
+
+
+def resolve(node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        *_, section, name = node["$ref"].split("/")
+        node = DOC["components"][section][name]
+    return node
+
+
+def properties(schema: dict[str, Any]) -> dict[str, Any]:
+    schema = resolve(schema)
+    found = dict(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        found |= properties(part)
+    return found
+
+
+def schema_paths(schema: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """Every key path the schema describes, in the snapshot's notation (``a.b``, ``a[].b``)."""
+    schema = resolve(schema)
+    if schema.get("type") == "array" or "items" in schema:
+        yield from schema_paths(schema["items"], prefix + "[]")
+        return
+    for name, child in properties(schema).items():
+        path = f"{prefix}.{name}" if prefix else name
+        yield path
+        if path not in OPAQUE:
+            yield from schema_paths(child, path)
+
+
+def response(path: str, status: str, method: str = "get") -> dict[str, Any]:
+    return resolve(DOC["paths"][path][method]["responses"][status])
+
+
+def body_schema(path: str, status: str) -> dict[str, Any]:
+    return response(path, status)["content"]["application/json"]["schema"]
+
+
+def test_document_is_valid_openapi_3_1() -> None:
+    assert DOC["openapi"].startswith("3.1.")
+    OpenAPIV31SpecValidator(DOC).validate()
+
+
+def test_document_bytes_are_deterministic_and_carry_their_etag() -> None:
+    assert orjson.dumps(openapi.build_document()) == openapi.BODY
+    assert orjson.loads(openapi.BODY) == DOC
+    assert '"' + hashlib.sha256(openapi.BODY).hexdigest() + '"' == openapi.ETAG
+
+
+def test_every_route_is_described_with_get_and_head_and_nothing_else() -> None:
+    routes = {path.replace("<obs_id:str>", "{obs_id}").replace("<ev_id:str>", "{ev_id}")
+              for path, _, _ in app.ROUTES}  # fmt: skip
+    assert set(DOC["paths"]) == routes
+    for path, item in DOC["paths"].items():
+        assert set(item) == {"get", "head"}, path
+        for method in ("get", "head"):
+            assert "200" in item[method]["responses"], (path, method)
+        for status, head in item["head"]["responses"].items():
+            assert "content" not in resolve(head), (path, status)
+
+
+def test_public_operations_are_exactly_the_routes_without_a_token() -> None:
+    public = {path for path, _, needs_token in app.ROUTES if not needs_token}
+    described = {path for path, item in DOC["paths"].items() if item["get"].get("security") == []}
+    assert described == public == {"/v1/health/live", "/v1/openapi.json"}
+    assert DOC["security"] == [{"bearerAuth": []}]
+    assert DOC["components"]["securitySchemes"]["bearerAuth"] == {
+        **DOC["components"]["securitySchemes"]["bearerAuth"],
+        "type": "http",
+        "scheme": "bearer",
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(SNAPSHOT["bodies"]))
+def test_every_field_of_the_snapshot_is_described(kind: str) -> None:
+    described = set(schema_paths(body_schema(*KINDS[kind])))
+    missing = sorted(set(SNAPSHOT["bodies"][kind]) - described)
+    assert not missing, f"{kind}: the OpenAPI schema does not describe {missing}"
+
+
+@pytest.mark.parametrize(
+    ("family", "prefix"), [("eventos", "DetalleEvento_"), ("alerts", "DetalleAlerta_")]
+)
+def test_every_detalle_of_the_snapshot_is_described(family: str, prefix: str) -> None:
+    schemas = DOC["components"]["schemas"]
+    for tipo, paths in SNAPSHOT["detalle"][family].items():
+        assert prefix + tipo in schemas, f"no schema for the detalle of {tipo}"
+        missing = sorted(set(paths) - set(schema_paths(schemas[prefix + tipo])))
+        assert not missing, f"{tipo}: detalle fields not described: {missing}"
+
+
+def test_every_header_of_the_snapshot_is_described() -> None:
+    for kind, names in SNAPSHOT["headers"].items():
+        where = HEADER_KINDS[kind]
+        described = {
+            name.lower()
+            for name in (
+                DOC["components"]["responses"]["MethodNotAllowed"]
+                if where is None
+                else response(*where)
+            )["headers"]
+        }
+        # Content-Type is the media type of the content, never a header in OpenAPI.
+        missing = sorted(set(names) - described - {"content-type"})
+        assert not missing, f"{kind}: headers not described: {missing}"
+
+
+def test_error_codes_are_those_of_the_gateway() -> None:
+    classes = [errors.ApiError, *errors.ApiError.__subclasses__()]
+    codes = {cls.code for cls in classes if cls.status != 422}
+    described = resolve({"$ref": "#/components/schemas/Error"})["properties"]["code"]["enum"]
+    assert set(described) == codes
+
+
+def test_query_parameters_are_those_the_gateway_accepts() -> None:
+    described = {resolve(p)["name"] for p in DOC["paths"]["/v1/rates"]["get"]["parameters"]}
+    assert described == set(params.RATES_PARAMS)
+    latest = DOC["paths"]["/v1/rates/latest"]["get"]["parameters"]
+    assert [resolve(p)["name"] for p in latest] == ["currency", "series"]
+
+
+@pytest.mark.parametrize(
+    ("parameter", "accepted", "refused"),
+    [
+        ("as_of_revision", ["1", "42"], []),
+        ("from", ["2026-09-21"], ["2026-9-21", "21/09/2026"]),
+        ("at", ["2026-09-21T20:00Z", "2026-09-21T20:00:00.5-05:00"], ["2026-09-21T20:00:00"]),
+        ("page_token", ["5.366." + "A" * 43], ["abc", "0.0." + "A" * 43]),
+    ],
+)
+def test_parameter_patterns_are_those_the_gateway_checks(
+    parameter: str, accepted: list[str], refused: list[str]
+) -> None:
+    schema = DOC["components"]["parameters"][parameter]["schema"]
+    pattern = schema.get("pattern")
+    if pattern is None:  # as_of_revision: an integer, minimum 1
+        assert schema == {"type": "integer", "minimum": 1}
+        assert "[1-9][0-9]*" in DOC["components"]["parameters"][parameter]["description"]
+        return
+    for value in accepted:
+        assert re.fullmatch(pattern, value), value
+    for value in refused:
+        assert not re.fullmatch(pattern, value), value
+
+
+def test_path_ids_are_uuids_of_any_case() -> None:
+    schema = DOC["paths"]["/v1/evidence/{ev_id}"]["get"]["parameters"][0]["schema"]
+    for value in ("ae837d67-1520-44f3-b959-0020d7590bb0", "AE837D67-1520-44F3-B959-0020D7590BB0"):
+        assert re.fullmatch(schema["pattern"], value)
+        assert params.path_uuid("ev_id", value) == value.lower()
+    assert not re.fullmatch(schema["pattern"], "ae837d671520-44f3-b959-0020d7590bb0")
+
+
+def test_description_states_the_models_limits_and_consumer_guidance() -> None:
+    text = DOC["info"]["description"]
+    for phrase in (
+        "share an upstream origin",
+        "not against tampering at the storage level",
+        "detected only indirectly, by a later cross-check",
+        "Keep observacion_id and dataset_revision with every value taken",
+        "Parse compra and venta with a decimal type, not a float",
+    ):
+        assert phrase in text
