@@ -33,8 +33,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
-
 from bench.servers import bare_sanic, cpu_seconds, descendants, gateway, nginx
 from bench.wrk import WrkResult, run_wrk
 from builder.tree import Tree
@@ -116,8 +114,9 @@ def scenarios(site: Path) -> list[Scenario]:
     revision = tree.published_revision()
     if revision is None:
         raise RuntimeError("the demo home published no revision")
-    metas = [orjson.loads(p.read_bytes()) for p in (site / "evidence").glob("*.json")]
-    largest = max(metas, key=lambda meta: meta["size"])
+    ids = [link.name.removesuffix(".json") for link in (site / "evidence").glob("*.json")]
+    metas = [tree.evidence_meta(evidence_id, revision) for evidence_id in ids]
+    largest = max((m for m in metas if m is not None), key=lambda meta: meta["size"])
     year = (
         f"/v1/rates?currency=USD&series=publicado&from={YEAR}-01-01&to={YEAR}-12-31"
         f"&as_of_revision={revision}"

@@ -11,6 +11,11 @@ has every run fail, and a ``skip_rate`` share of days is never captured.
 The rates are a seeded random walk around 3.x with 3 decimals, so one seed gives one history (the
 ids are UUID4s, as in production, so two registries of one seed differ in their ids only).
 
+**Bulk mode (benchmark only).** ``Synth(..., durable=False)`` runs the very same write functions,
+but without fsync: SQLite at ``synchronous=OFF`` and evidence blobs written without fsync. A
+crash of the generator can then lose or tear its registry, which is acceptable for a throw-away
+benchmark registry and nothing else; the default (``durable=True``) is the production path.
+
 ``Synth`` keeps its state between calls, so a caller can interleave writes and builds::
 
     with Synth(home, seed=1) as synth:
@@ -33,6 +38,7 @@ from zoneinfo import ZoneInfo
 
 from builder.capture import TAXAUTH_TXT, Run, Stores, record_failure, record_rates
 from builder.fetch import HttpExchange
+from builder.registry.blobs import BlobStore
 from builder.settings import Settings, load_settings
 from builder.sources.common import ParsedRate
 
@@ -75,6 +81,13 @@ def txt_body(fecha: date, compra: int, venta: int) -> bytes:
     return f"{fecha:%d/%m/%Y}|{raw_value(compra)}|{raw_value(venta)}|\r\n".encode("ascii")
 
 
+def bulk_mode(stores: Stores, home: Path) -> None:
+    """Benchmark only: the same writes without fsync (see the module docstring)."""
+    stores.registry.conn.execute("PRAGMA synchronous=OFF")
+    stores.alerts.conn.execute("PRAGMA synchronous=OFF")
+    stores.blobs = BlobStore(stores.blobs.root, fsync=False)
+
+
 class Synth:
     """A seeded writer of synthetic capture runs into the registry under ``home``."""
 
@@ -91,11 +104,14 @@ class Synth:
         skip_rate: float = 0.0,
         recorrection_rate: float = 0.0,
         settings: Settings | None = None,
+        durable: bool = True,
     ) -> None:
         if captures_per_date < 2:
             raise ValueError("captures_per_date must be at least 2 (a capture and a re-capture)")
         self.settings = settings or load_settings({"FXEV_HOME": str(home)})
         self.stores = Stores.open(home)
+        if not durable:
+            bulk_mode(self.stores, home)
         self.rng = random.Random(seed)
         self.captures_per_date = captures_per_date
         self.correction_rate = correction_rate

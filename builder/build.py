@@ -2,8 +2,9 @@
 
 Each revision is rendered from the previous revision's root plus what the revision wrote: only
 the months, observations and lists it touched are re-encoded; everything else is shared by hash.
-Every file is written once under a new name and fsynced; ``revisions/<N>.json`` is written last
-for each revision, so its existence means the revision is complete. The ``PUBLISHED`` pointer is
+Every file is written once under a new name and fsynced; the revision's record (its root, links to
+earlier records, its evidence metadata and new details) is appended last to the revision packs,
+so its index entry means the revision is complete. The ``PUBLISHED`` pointer is
 replaced by an atomic rename and its folder fsynced.
 """
 
@@ -13,10 +14,7 @@ import dataclasses
 from collections import defaultdict
 from typing import Any
 
-import orjson
-
-from builder import faults, render
-from builder.durable import write_once
+from builder import faults, render, sitelock
 from builder.explorer.site import render_explorer
 from builder.registry.blobs import BlobStore
 from builder.registry.records import (
@@ -30,7 +28,8 @@ from builder.registry.records import (
     SeriesSwitch,
 )
 from builder.registry.store import Registry
-from builder.tree import RevisionRoot, SeriesRoot, Tree
+from builder.revision import RevisionRecord, RevisionRoot, SeriesRoot
+from builder.tree import Tree
 
 MONEDA = "USD"
 ALWAYS_SERVED = ("publicado",)
@@ -58,6 +57,12 @@ class Builder:
         self.tree = tree
 
     def build(self) -> BuildResult:
+        """Build under the site's exclusive lock, after sweeping what killed builds left."""
+        with sitelock.exclusive(self.tree.site):
+            sitelock.sweep_leftovers(self.tree.site)
+            return self._build_locked()
+
+    def _build_locked(self) -> BuildResult:
         head = self.registry.head()
         published = self.tree.published_revision()
         if head is None:
@@ -67,11 +72,16 @@ class Builder:
             done + 1
         ):  # completed by a build that was killed before publishing
             done += 1
-        previous = self.tree.root(done) if done else RevisionRoot.empty()
+        if done == 0:
+            previous = RevisionRoot.empty()
+        elif done == published:
+            previous = self.tree.root(done)
+        else:
+            previous = self.tree.built_root(done)
         built: list[int] = []
         tags: set[str] = set()
         for number in range(done + 1, head.revision + 1):
-            previous, new_tags = self.build_revision(number, previous)
+            previous, new_tags = self.build_revision(number, previous, published or 0)
             tags |= new_tags
             built.append(number)
             faults.crash_point("build_after_revision")
@@ -85,7 +95,9 @@ class Builder:
 
     # -- one revision ----------------------------------------------------------------------
 
-    def build_revision(self, number: int, previous: RevisionRoot) -> tuple[RevisionRoot, set[str]]:
+    def build_revision(
+        self, number: int, previous: RevisionRoot, published: int
+    ) -> tuple[RevisionRoot, set[str]]:
         registry = self.registry
         meta = registry.revision(number)
         if meta is None:
@@ -99,16 +111,15 @@ class Builder:
         manifest: list[ManifestEntry] = touched["manifest_entries"]
         switches: list[SeriesSwitch] = touched["series_switches"]
 
-        for record in evidence:
-            self.render_evidence(record)
+        evidence_meta = {record.id: self.render_evidence(record, number) for record in evidence}
 
         changed_ids = {o.id for o in observations}
         changed_ids |= {e.observacion_id for e in events if e.observacion_id}
         changed_ids |= {c.observacion_id for c in cotejos}
-        details = self.render_details(changed_ids, number)
+        rendered, details = self.render_details(changed_ids, number)
 
         affected: dict[str, set[str]] = defaultdict(set)
-        for observation in details:
+        for observation in rendered:
             affected[observation.serie].add(observation.fecha_serie)
         series = dict(previous.series)
         for serie, fechas in affected.items():
@@ -146,10 +157,12 @@ class Builder:
             annotations=annotations_hash,
             coverage=coverage,
         )
-        self.tree.write_root(root)
+        links = self.tree.link_hashes(number, published)
+        self.tree.write_record(RevisionRecord(root, links, evidence_meta, details))
         return root, tags
 
-    def render_evidence(self, record: Evidence) -> None:
+    def render_evidence(self, record: Evidence, number: int) -> dict[str, Any]:
+        """Store the evidence bytes; its metadata goes into the revision's record."""
         data = self.blobs.read(record.sha256)
         stored = self.tree.objects.put(data)
         if stored != record.sha256:
@@ -165,11 +178,16 @@ class Builder:
             "identidad_consulta": record.identidad_consulta,
             "revision": record.revision,
         }
-        write_once(self.tree.evidence_path(record.id), orjson.dumps(meta))
+        self.tree.link_evidence(record.id, number)
+        return meta
 
-    def render_details(self, ids: set[str], number: int) -> list[Observation]:
-        """Re-render the detail of every changed observation and of everyone in its chain."""
+    def render_details(
+        self, ids: set[str], number: int
+    ) -> tuple[list[Observation], dict[str, bytes]]:
+        """Re-render the detail of every changed observation and of everyone in its chain;
+        return them, and the details that differ from their previous version."""
         rendered: dict[str, Observation] = {}
+        details: dict[str, bytes] = {}
         for observation_id in sorted(ids):
             observation = self.registry.observation(observation_id)
             if observation is None or observation.id in rendered:
@@ -186,9 +204,11 @@ class Builder:
                     self.registry.events_at(member.id, number),
                     self.registry.cotejos_at(member.id, number),
                 )
-                self.tree.write_detail(member.id, number, prefix)
+                if self.tree.detail_changed(member.id, number, prefix):
+                    details[member.id] = prefix
+                    self.tree.mark_detail(member.id, number, prefix)
                 rendered[member.id] = member
-        return list(rendered.values())
+        return list(rendered.values()), details
 
     def render_series(
         self, serie: str, fechas: set[str], number: int, previous: SeriesRoot | None

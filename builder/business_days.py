@@ -75,9 +75,20 @@ def last_business_day_on_or_before(d: date) -> date:
 
 
 def business_days_between(start: date, end: date) -> list[date]:
-    """The business days from ``start`` to ``end``, both included, ascending."""
-    days = (start + timedelta(days=i) for i in range((end - start).days + 1))
-    return [d for d in days if is_business_day(d)]
+    """The business days from ``start`` to ``end``, both included, ascending.
+
+    By ordinal arithmetic (ordinal 1, 0001-01-01, is a Monday, so ordinals ``o`` with
+    ``(o - 1) % 7 >= 5`` are weekends), minus the closed weekdays of those years: a range of
+    decades costs one pass over integers, not a calendar lookup per day.
+    """
+    if end < start:
+        return []
+    closed = {d.toordinal() for d in _closed_weekdays(start.year, end.year)}
+    return [
+        date.fromordinal(o)
+        for o in range(start.toordinal(), end.toordinal() + 1)
+        if (o - 1) % 7 < 5 and o not in closed
+    ]
 
 
 def _weekdays_through(d: date) -> int:

@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from builder import faults
+
 
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
@@ -15,24 +17,62 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_once(path: Path, data: bytes) -> None:
-    """Write ``data`` at ``path`` durably; an existing file is left as it is."""
+def write_once(path: Path, data: bytes, *, fsync: bool = True, staging: Path | None = None) -> None:
+    """Write ``data`` at ``path`` durably; an existing file is left as it is.
+
+    ``fsync=False`` exists for the benchmark's synthetic registries only (see ``bench.synth``).
+    """
     if path.exists():
         return
-    replace_durably(path, data)
+    replace_durably(path, data, fsync=fsync, staging=staging)
 
 
-def replace_durably(path: Path, data: bytes) -> None:
-    """Write ``data`` under a new name, fsync it, rename it over ``path``, fsync the folder."""
+def replace_durably(
+    path: Path, data: bytes, *, fsync: bool = True, staging: Path | None = None
+) -> None:
+    """Write ``data`` under a new name, fsync it, rename it over ``path``, fsync the folder.
+
+    The new name is a ``.tmp-*`` file in ``staging`` (same file system) or else beside ``path``;
+    a process killed before the rename leaves it there.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    if staging is not None:
+        staging.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=staging or path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        if staging is not None:
+            faults.crash_point("build_staged_write")
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if fsync:
+        fsync_dir(path.parent)
+
+
+def mark_durably(path: Path) -> None:
+    """Create the empty file ``path``, a marker whose name says it all, and fsync its folder."""
+    if path.exists():
+        return
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True)
+        fsync_dir(path.parent.parent)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+    fsync_dir(path.parent)
+
+
+def link_durably(path: Path, target: str) -> None:
+    """Create the symbolic link ``path`` -> ``target`` (atomic) and fsync its folder.
+
+    A short link is a record that takes no disk block (its target is kept in the inode).
+    """
+    if os.path.lexists(path):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, path)
     fsync_dir(path.parent)

@@ -19,7 +19,7 @@ POINTS = (
     "before_commit",
     "after_commit",
 )
-BUILD_POINTS = ("build_after_revision",)
+BUILD_POINTS = ("build_after_revision", "build_staged_write")
 
 
 def crash_point(name: str) -> None:

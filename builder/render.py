@@ -114,9 +114,9 @@ class Chunk:
     def decode(cls, data: bytes) -> Chunk:
         newline = data.index(b"\n")
         header = orjson.loads(data[:newline])
-        body = memoryview(data)[newline + 1 :]
-        offsets = header["offsets"]
-        prefixes = tuple(bytes(body[a:b]) for a, b in itertools.pairwise(offsets))
+        base = newline + 1
+        offsets = [base + offset for offset in header["offsets"]]
+        prefixes = tuple([data[a:b] for a, b in itertools.pairwise(offsets)])
         return cls(tuple(header["fechas"]), tuple(header["ids"]), prefixes)
 
     def replaced(self, updates: dict[str, tuple[str, bytes] | None]) -> Chunk:

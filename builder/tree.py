@@ -3,15 +3,22 @@
 Layout (path -> what it holds; see the README for which paths a CDN edge may serve):
 
     PUBLISHED                          {"revision", "ts_commit", "root_sha256"}: the pointer
-    revisions/<N>.json                 revision root: ts_commit, served series, object hashes
+    revisions/<K>.pack, <K>.idx        revision records (``builder.revision``), append-only packs
+                                       of 1,024 revisions and their index (``builder.revlog``)
     objects/sha256/<ab>/<hex>          content-addressed: item chunks, tree nodes, lists, maps,
                                        evidence bytes; a file's name is the SHA-256 of its bytes
-    evidence/<id>.json                 evidence metadata (write-once)
-    observations/<id>/<R>-<hex>.json   observation detail as of revision R (one file per change)
+    evidence/<id>.json                 a symbolic link whose target is the number of the revision
+                                       whose record holds the evidence's metadata
+    observations/<id>/<R>-<hex>        an empty marker: the record of revision R holds a new
+                                       version of the observation's detail, of SHA-256 <hex>
     invalidations/<N>.json             Cache-Tag values the build that published N invalidated
+                                       (only when there are some)
+    build.lock, staging/               the build's lock and its temporary files
 
-Readers verify every content-addressed read against its name, and refuse a tree that does not
-match (``TreeCorruptError``). Decoded immutable objects are cached by hash.
+Readers verify every read against a recorded hash and refuse a tree that does not match
+(``TreeCorruptError``): objects against their name, the published record against the pointer,
+every earlier record through the links of later ones, details against their marker. Decoded
+immutable values are cached.
 """
 
 from __future__ import annotations
@@ -21,13 +28,16 @@ import hashlib
 import os
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from builder.durable import replace_durably, write_once
+from builder.durable import link_durably, mark_durably, replace_durably, write_once
 from builder.registry.blobs import BlobStore
 from builder.render import Chunk, Node
+from builder.revision import RevisionRecord, RevisionRoot, link_targets, links_of, next_hop
+from builder.revlog import RevisionLog, read_file
+from builder.sitelock import staging_dir
 
 POINTER = "PUBLISHED"
 
@@ -36,41 +46,12 @@ class TreeCorruptError(RuntimeError):
     """The tree's bytes do not match the hashes recorded for them."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class SeriesRoot:
-    root: str | None
-    count: int
+class ItemRef(NamedTuple):
+    """A rate item as stored: its observation id and its prefix up to ``"superseded_por":``.
 
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RevisionRoot:
-    revision: int
-    ts_commit: str
-    served: tuple[str, ...]
-    series: dict[str, SeriesRoot]
-    supersessions: str | None
-    annotations: str | None
-    coverage: str | None
-
-    @classmethod
-    def empty(cls) -> RevisionRoot:
-        return cls(0, "", (), {}, None, None, None)
-
-    def encode(self) -> bytes:
-        value = dataclasses.asdict(self)
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-    @classmethod
-    def decode(cls, data: bytes) -> RevisionRoot:
-        value = orjson.loads(data)
-        value["served"] = tuple(value["served"])
-        value["series"] = {k: SeriesRoot(**v) for k, v in value["series"].items()}
-        return cls(**value)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ItemRef:
-    """A rate item as stored: its observation id and its prefix up to ``"superseded_por":``."""
+    A named tuple rather than a frozen dataclass: a page makes up to 366 of them, and a tuple is
+    several times cheaper to build.
+    """
 
     observacion_id: str
     fecha_serie: str
@@ -105,13 +86,17 @@ class _Lru:
 class Tree:
     def __init__(self, site: Path, cache_size: int = 4096) -> None:
         self.site = site
-        self.objects = BlobStore(site / "objects")
+        self.staging = staging_dir(site)
+        self.objects = BlobStore(site / "objects", staging=self.staging)
+        self._objects_prefix = str(self.objects.path("00").parent.parent) + os.sep
+        self.log = RevisionLog(site / "revisions")
         self._cache = _Lru(cache_size)
+        self._trusted: dict[int, str] = {}  # revision -> verified SHA-256 of its record
+        self._anchor = 0  # the newest published revision seen in the pointer
+        self._followed: set[int] = set()  # revisions whose links are in ``_trusted``
+        self._written: dict[int, tuple[str, dict[int, str]]] = {}  # (SHA-256, links) by revision
 
     # -- paths and raw reads ---------------------------------------------------------------
-
-    def root_path(self, revision: int) -> Path:
-        return self.site / "revisions" / f"{revision}.json"
 
     def evidence_path(self, evidence_id: str) -> Path:
         return self.site / "evidence" / f"{evidence_id}.json"
@@ -121,7 +106,7 @@ class Tree:
 
     def read_object(self, sha256: str) -> bytes:
         try:
-            data = self.objects.path(sha256).read_bytes()
+            data = read_file(f"{self._objects_prefix}{sha256[:2]}{os.sep}{sha256}")
         except FileNotFoundError:
             raise TreeCorruptError(f"object sha256:{sha256} is missing") from None
         if hashlib.sha256(data).hexdigest() != sha256:
@@ -152,24 +137,91 @@ class Tree:
     def supersessions(self, sha256: str | None) -> dict[str, str]:
         return self.get_json(sha256, {})
 
-    # -- revisions and the pointer ---------------------------------------------------------
+    # -- revision records and the pointer ----------------------------------------------------
 
     def has_root(self, revision: int) -> bool:
-        return self.root_path(revision).exists()
+        return self.log.has(revision)
 
-    def root(self, revision: int) -> RevisionRoot:
-        key = ("root", revision)
+    def record_bytes(self, revision: int) -> bytes:
+        """The record of ``revision`` as stored, unverified."""
+        data = self.log.read(revision)
+        if data is None:
+            raise TreeCorruptError(f"revision record {revision} is missing")
+        return data
+
+    def record(self, revision: int) -> RevisionRecord:
+        """The record of a published revision, verified against the hash recorded for it."""
+        key = ("record", revision)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        try:
-            data = self.root_path(revision).read_bytes()
-        except FileNotFoundError:
-            raise TreeCorruptError(f"revision root {revision} is missing") from None
-        return self._cache.put(key, RevisionRoot.decode(data))
+        record = RevisionRecord.decode(self._verified_bytes(revision))
+        if record.revision != revision:
+            raise TreeCorruptError(f"revision record {revision} names {record.revision}")
+        self._trust_links(revision, record.links)
+        return self._cache.put(key, record)
 
-    def write_root(self, root: RevisionRoot) -> None:
-        write_once(self.root_path(root.revision), root.encode())
+    def _verified_bytes(self, revision: int) -> bytes:
+        expected = self._trusted_hash(revision)
+        data = self.record_bytes(revision)
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise TreeCorruptError(
+                f"revision record {revision} does not match its recorded sha256:{expected}"
+            )
+        return data
+
+    def _trust_links(self, revision: int, links: dict[int, str]) -> None:
+        for linked, digest in links.items():
+            self._trusted.setdefault(linked, digest)
+        self._followed.add(revision)
+
+    def _trusted_hash(self, revision: int) -> str:
+        """The SHA-256 of record ``revision``: from the pointer, or hopping down the links."""
+        if revision > self._anchor:
+            pointer = self.pointer()
+            if pointer is not None and int(pointer["revision"]) > self._anchor:
+                self._anchor = int(pointer["revision"])
+                self._trusted[self._anchor] = pointer["root_sha256"]
+            if revision > self._anchor or revision < 1:
+                raise TreeCorruptError(f"revision {revision} is not published")
+        current = self._anchor
+        while revision not in self._trusted:
+            linked = next_hop(current, revision)
+            if current not in self._followed:  # only its links are needed, not the whole record
+                self._trust_links(current, links_of(self._verified_bytes(current)))
+            if linked not in self._trusted:
+                raise TreeCorruptError(f"revision record {current} lacks its link to {linked}")
+            current = linked
+        return self._trusted[revision]
+
+    def root(self, revision: int) -> RevisionRoot:
+        """The root of a published revision, verified."""
+        return self.record(revision).root
+
+    def built_root(self, revision: int) -> RevisionRoot:
+        """The root of a revision a killed build wrote but did not publish (nothing links to it
+        yet, so it cannot be verified): only the builder reads it, to resume from it."""
+        return RevisionRecord.decode(self.record_bytes(revision)).root
+
+    def link_hashes(self, revision: int, published: int) -> dict[int, str]:
+        """The links a new record ``revision`` holds, taken from the record before it."""
+        targets = link_targets(revision)
+        if not targets:
+            return {}
+        previous = revision - 1
+        if previous <= published:
+            digest, links = self._trusted_hash(previous), self.record(previous).links
+        elif previous in self._written:
+            digest, links = self._written[previous]
+        else:  # written by a killed build, not yet published: the builder's own bytes
+            data = self.record_bytes(previous)
+            digest, links = hashlib.sha256(data).hexdigest(), RevisionRecord.decode(data).links
+        return {t: digest if t == previous else links[t] for t in targets}
+
+    def write_record(self, record: RevisionRecord) -> None:
+        data = record.encode()
+        self.log.append(record.revision, data)
+        self._written = {record.revision: (hashlib.sha256(data).hexdigest(), record.links)}
 
     def pointer(self) -> dict[str, Any] | None:
         try:
@@ -183,56 +235,72 @@ class Tree:
 
     def publish(self, revision: int, invalidated_tags: list[str]) -> None:
         """Switch the pointer to ``revision``: new file, atomic rename, fsync of the folder."""
-        root_bytes = self.root_path(revision).read_bytes()
-        root = RevisionRoot.decode(root_bytes)
-        write_once(
-            self.site / "invalidations" / f"{revision}.json",
-            orjson.dumps({"revision": revision, "cache_tags": invalidated_tags}),
-        )
+        data = self.record_bytes(revision)
+        root = RevisionRecord.decode(data).root
+        if invalidated_tags:
+            write_once(
+                self.site / "invalidations" / f"{revision}.json",
+                orjson.dumps({"revision": revision, "cache_tags": invalidated_tags}),
+                staging=self.staging,
+            )
         pointer = {
             "revision": revision,
             "ts_commit": root.ts_commit,
-            "root_sha256": hashlib.sha256(root_bytes).hexdigest(),
+            "root_sha256": hashlib.sha256(data).hexdigest(),
         }
-        replace_durably(self.site / POINTER, orjson.dumps(pointer))
+        replace_durably(self.site / POINTER, orjson.dumps(pointer), staging=self.staging)
 
     # -- observation details and evidence --------------------------------------------------
 
-    def write_detail(self, observation_id: str, revision: int, prefix: bytes) -> None:
-        """Add a version of the detail, unless it equals the latest version already there."""
-        digest = hashlib.sha256(prefix).hexdigest()
+    def detail_versions(self, observation_id: str) -> list[tuple[int, str]]:
+        """(revision, SHA-256) of every version of the observation's detail, ascending."""
         try:
-            names = [n for n in os.listdir(self.detail_dir(observation_id)) if n[0] != "."]
+            names = os.listdir(self.detail_dir(observation_id))
         except FileNotFoundError:
-            names = []
-        if names and max(names)[11:-5] == digest:
-            return
-        write_once(self.detail_dir(observation_id) / f"{revision:010d}-{digest}.json", prefix)
+            return []
+        return sorted((int(n[:10]), n[11:]) for n in names if n[0] != ".")
+
+    def detail_changed(self, observation_id: str, revision: int, prefix: bytes) -> bool:
+        """Whether ``prefix`` differs from the version before ``revision`` (or there is none)."""
+        before = [v for v in self.detail_versions(observation_id) if v[0] < revision]
+        return not before or before[-1][1] != hashlib.sha256(prefix).hexdigest()
+
+    def mark_detail(self, observation_id: str, revision: int, prefix: bytes) -> None:
+        """Record that revision ``revision``'s record holds a new version of the detail."""
+        digest = hashlib.sha256(prefix).hexdigest()
+        mark_durably(self.detail_dir(observation_id) / f"{revision:010d}-{digest}")
 
     def detail(self, observation_id: str, revision: int) -> bytes | None:
         """The detail prefix of an observation as of ``revision``, or None if it did not exist."""
-        try:
-            names = sorted(os.listdir(self.detail_dir(observation_id)))
-        except FileNotFoundError:
+        versions = [v for v in self.detail_versions(observation_id) if v[0] <= revision]
+        if not versions:
             return None
-        chosen = None
-        for name in names:
-            if name.startswith(".") or int(name[:10]) > revision:
-                continue
-            chosen = name
-        if chosen is None:
-            return None
-        data = (self.detail_dir(observation_id) / chosen).read_bytes()
-        if hashlib.sha256(data).hexdigest() != chosen[11:-5]:
-            raise TreeCorruptError(f"observation detail {observation_id}/{chosen} was altered")
+        written, digest = versions[-1]
+        data = self.record(written).details.get(observation_id)
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            raise TreeCorruptError(
+                f"observation detail {observation_id} of revision {written} was altered"
+            )
         return data
+
+    def link_evidence(self, evidence_id: str, revision: int) -> None:
+        """Point ``evidence/<id>.json`` at the revision whose record holds its metadata."""
+        link_durably(self.evidence_path(evidence_id), str(revision))
 
     def evidence_meta(self, evidence_id: str, revision: int) -> dict[str, Any] | None:
         try:
-            meta = orjson.loads(self.evidence_path(evidence_id).read_bytes())
+            target = os.readlink(self.evidence_path(evidence_id))
         except FileNotFoundError:
             return None
-        return meta if meta["revision"] <= revision else None
+        if not target.isdigit():
+            raise TreeCorruptError(f"evidence {evidence_id} links to {target!r}")
+        written = int(target)
+        if written > revision:
+            return None
+        meta = self.record(written).evidence.get(evidence_id)
+        if meta is None:
+            raise TreeCorruptError(f"evidence {evidence_id} is not in revision record {written}")
+        return meta
 
     def evidence_bytes(self, sha256: str) -> bytes:
         return self.read_object(sha256)
@@ -284,8 +352,12 @@ class Tree:
             skip = 0
             last = min(high, first + limit - len(items))
             items.extend(
-                ItemRef(chunk.ids[i], chunk.fechas[i], chunk.prefixes[i])
-                for i in range(first, last)
+                map(
+                    ItemRef,
+                    chunk.ids[first:last],
+                    chunk.fechas[first:last],
+                    chunk.prefixes[first:last],
+                )
             )
         return RatesPage(tuple(items), total)
 
@@ -321,8 +393,6 @@ class Tree:
 __all__ = [
     "ItemRef",
     "RatesPage",
-    "RevisionRoot",
-    "SeriesRoot",
     "Tree",
     "TreeCorruptError",
 ]

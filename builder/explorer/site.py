@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from builder import sitelock
 from builder.durable import fsync_dir, replace_durably
 from builder.explorer import pages
 from builder.explorer.calendar import GAP_REASONS, year_calendar
@@ -80,9 +81,10 @@ class ExplorerResult:
     rendered: tuple[str, ...]
 
 
-def write_file(path: Path, data: bytes) -> None:
-    """``data`` at ``path`` through a fsynced temporary file and an atomic rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+def write_file(path: Path, data: bytes, staging: Path) -> None:
+    """``data`` at ``path`` through a fsynced temporary file in ``staging`` (where the next
+    build sweeps what a killed one left, see ``builder.sitelock``) and an atomic rename."""
+    fd, tmp = tempfile.mkstemp(dir=staging, prefix=sitelock.TEMP_PREFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -139,6 +141,7 @@ class ExplorerRenderer:
         self.tree = tree
         self.registry = registry
         self.folder = tree.site / EXPLORER_DIR
+        self.staging = sitelock.staging_dir(tree.site)
 
     def manifest(self) -> Manifest:
         try:
@@ -161,7 +164,8 @@ class ExplorerRenderer:
         jobs = stale(self.jobs(manifest.revision, revision), manifest.keys)
         written = self.write([(job.path, job.draw()) for job in jobs])
         keys = manifest.keys | {job.path: job.key for job in jobs}
-        replace_durably(self.folder / MANIFEST, Manifest(revision, fingerprint, keys).encode())
+        manifest_bytes = Manifest(revision, fingerprint, keys).encode()
+        replace_durably(self.folder / MANIFEST, manifest_bytes, staging=self.staging)
         return ExplorerResult(revision, tuple(written))
 
     def write(self, files: list[tuple[str, bytes]]) -> list[str]:
@@ -173,8 +177,13 @@ class ExplorerRenderer:
         folders = {(self.folder / relative).parent for relative, _ in files}
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
+        self.staging.mkdir(parents=True, exist_ok=True)
         with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
-            list(pool.map(lambda item: write_file(self.folder / item[0], item[1]), files))
+            list(
+                pool.map(
+                    lambda item: write_file(self.folder / item[0], item[1], self.staging), files
+                )
+            )
         for folder in sorted(folders):
             fsync_dir(folder)
         return [relative for relative, _ in files]

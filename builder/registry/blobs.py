@@ -14,8 +14,10 @@ from builder.durable import write_once
 
 
 class BlobStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, fsync: bool = True, staging: Path | None = None) -> None:
         self.root = root
+        self.fsync = fsync  # False only in the benchmark's synthetic registries
+        self.staging = staging  # where temporary files go before their rename (None: beside)
 
     def path(self, sha256: str) -> Path:
         return self.root / "sha256" / sha256[:2] / sha256
@@ -23,7 +25,7 @@ class BlobStore:
     def put(self, data: bytes) -> str:
         """Store ``data`` durably; return its bare hex SHA-256."""
         sha256 = hashlib.sha256(data).hexdigest()
-        write_once(self.path(sha256), data)
+        write_once(self.path(sha256), data, fsync=self.fsync, staging=self.staging)
         return sha256
 
     def sha256_of_stored(self, data: bytes) -> str:

@@ -28,11 +28,13 @@ import orjson
 import pytest
 
 from bench.synth import Synth
+from builder import sitelock
 from builder.build import Builder
 from builder.capture import Stores
 from builder.registry.store import REGISTRY_FILE
 from builder.render import splice_item
 from builder.tree import POINTER, Tree, TreeCorruptError
+from tests.builder.treefiles import tree_files
 
 SERIE = "publicado"
 FIRST, HEAD = 150, 300
@@ -79,7 +81,7 @@ def answers(site: Path, revision: int) -> dict[str, Any]:
         ],
         "latest": None if latest is None else (latest.observacion_id, latest.prefix),
         "coverage": tree.coverage(revision),
-        "root": tree.root_path(revision).read_bytes(),
+        "record": tree.record_bytes(revision),
         "details": {i.observacion_id: tree.detail(i.observacion_id, revision) for i in page.items},
     }
 
@@ -105,7 +107,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 
 def copy_site(world: World, target: Path) -> Path:
-    shutil.copytree(world.published_site, target)
+    shutil.copytree(world.published_site, target, symlinks=True)
     return target
 
 
@@ -139,7 +141,7 @@ def assert_published_intact(world: World, site: Path) -> None:
 
 def assert_pointer_matches_its_root(site: Path) -> None:
     pointer = orjson.loads((site / POINTER).read_bytes())
-    root = Tree(site).root_path(pointer["revision"]).read_bytes()
+    root = Tree(site).record_bytes(pointer["revision"])
     assert pointer["root_sha256"] == hashlib.sha256(root).hexdigest()
 
 
@@ -164,17 +166,10 @@ def correction_tags(home: Path, after: int, upto: int) -> list[str]:
     return sorted(row[0] for row in rows)
 
 
-def files(site: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(site)): p.read_bytes()
-        for p in sorted(site.rglob("*"))
-        if p.is_file() and not p.name.startswith(".tmp-")
-    }
-
-
 def assert_same_files_except_publish_log(world: World, site: Path) -> None:
     """Every file but ``invalidations/`` (one record per publish) and a kill's orphan temps."""
-    resumed, fresh = files(site), files(world.fresh_site)
+    assert sitelock.sweep_leftovers(site) == []  # the finishing build swept them
+    resumed, fresh = tree_files(site), tree_files(world.fresh_site)
     log = "invalidations/"
     assert sorted(k for k in resumed if k.startswith(log)) == [
         f"{log}{FIRST}.json",
@@ -261,7 +256,7 @@ def test_a_flipped_byte_in_an_object_file_is_refused_when_read(
     world: World, tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
-    shutil.copytree(world.fresh_site, site)
+    shutil.copytree(world.fresh_site, site, symlinks=True)
     tree = Tree(site)
     top = tree.series_top(SERIE, HEAD)
     assert top is not None
@@ -283,7 +278,7 @@ def test_a_flipped_byte_in_evidence_bytes_is_refused_when_read(
     world: World, tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
-    shutil.copytree(world.fresh_site, site)
+    shutil.copytree(world.fresh_site, site, symlinks=True)
     tree = Tree(site)
     item = tree.latest(SERIE, HEAD)
     assert item is not None
@@ -298,18 +293,62 @@ def test_a_flipped_byte_in_evidence_bytes_is_refused_when_read(
         Tree(site).evidence_bytes(meta["sha256"])
 
 
+def alter_record(site: Path, revision: int, old: bytes, new: bytes) -> None:
+    """Replace ``old`` with ``new`` (same length) inside the stored record of ``revision``."""
+    found = Tree(site).log.location(revision)
+    assert found is not None
+    name, offset, length = found
+    pack = Path(name)
+    data = pack.read_bytes()
+    record = data[offset : offset + length]
+    assert len(old) == len(new) and old in record
+    altered = record.replace(old, new, 1)
+    pack.write_bytes(data[:offset] + altered + data[offset + length :])
+
+
 def test_an_altered_observation_detail_is_refused_when_read(world: World, tmp_path: Path) -> None:
     site = tmp_path / "site"
-    shutil.copytree(world.fresh_site, site)
+    shutil.copytree(world.fresh_site, site, symlinks=True)
     tree = Tree(site)
     item = tree.latest(SERIE, HEAD)
     assert item is not None
-    versions = sorted(tree.detail_dir(item.observacion_id).glob("*.json"))
-    newest = versions[-1]
-    original = newest.read_bytes()
-    compra = orjson.loads(original + b"}")["observacion"]["compra"]
-    altered = original.replace(f'"compra":"{compra}"'.encode(), b'"compra":"9.999"', 1)
-    assert altered != original
-    newest.write_bytes(altered)
-    with pytest.raises(TreeCorruptError, match=item.observacion_id):
+    written, _ = tree.detail_versions(item.observacion_id)[-1]
+    detail = tree.detail(item.observacion_id, HEAD)
+    assert detail is not None
+    compra = orjson.loads(detail + b"}")["observacion"]["compra"]
+    alter_record(site, written, f'"compra":"{compra}"'.encode(), b'"compra":"9.999"')
+    with pytest.raises(TreeCorruptError, match=f"revision record {written} does not match"):
         Tree(site).detail(item.observacion_id, HEAD)
+
+
+def test_a_flipped_byte_in_the_published_record_is_refused(world: World, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(world.fresh_site, site, symlinks=True)
+    ts_commit = Tree(site).root(HEAD).ts_commit
+    forged = ts_commit[:-2] + ("1" if ts_commit[-2] != "1" else "2") + ts_commit[-1]
+    alter_record(site, HEAD, ts_commit.encode(), forged.encode())
+    reader = Tree(site)
+    with pytest.raises(TreeCorruptError, match=f"revision record {HEAD} does not match"):
+        reader.root(HEAD)
+    with pytest.raises(TreeCorruptError):
+        reader.rates(SERIE, "1900-01-01", "2999-12-31", HEAD, 0, 10)
+
+
+def test_an_altered_earlier_record_is_refused_at_its_revision_and_below_only(
+    world: World, tmp_path: Path
+) -> None:
+    """Record 10 is verified through the links of later records, not by the pointer; a
+    reader at a later revision does not need it."""
+    site = tmp_path / "site"
+    shutil.copytree(world.fresh_site, site, symlinks=True)
+    whole = ("1900-01-01", "2999-12-31", HEAD, 0, 10**6)
+    before = Tree(world.fresh_site).rates(SERIE, *whole)
+    ts_commit = Tree(site).root(10).ts_commit
+    forged = ts_commit.replace(ts_commit[:4], str(int(ts_commit[:4]) + 1), 1)
+    alter_record(site, 10, ts_commit.encode(), forged.encode())
+    with pytest.raises(TreeCorruptError, match="revision record 10 does not match"):
+        Tree(site).root(10)
+    with pytest.raises(TreeCorruptError, match="revision record 10 does not match"):
+        Tree(site).rates(SERIE, "1900-01-01", "2999-12-31", 10, 0, 10)
+    assert Tree(site).root(11).revision == 11
+    assert Tree(site).rates(SERIE, *whole) == before

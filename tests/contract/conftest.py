@@ -22,6 +22,8 @@ import orjson
 import pytest
 import requests
 
+from builder.tree import Tree
+
 ROOT = Path(__file__).resolve().parents[2]
 # Fixed "now" (a Monday in Lima): hoy_lima and the demo's capture instants are deterministic.
 NOW = "2026-09-21T15:00:00-05:00"
@@ -97,7 +99,7 @@ def ledger_entries(env: dict[str, str], request_id: str) -> list[dict[str, objec
 def copy_demo(demo_home: Path, base: Path, **settings: str) -> tuple[dict[str, str], str]:
     """A private copy of the built demo (its own ledger and limits); (env, a new token)."""
     shutil.copytree(demo_home / "home", base / "home", ignore=shutil.ignore_patterns("ledger"))
-    shutil.copytree(demo_home / "site", base / "site")
+    shutil.copytree(demo_home / "site", base / "site", symlinks=True)
     env = home_env(base) | settings
     return env, issue_token(env, "private")[1]
 
@@ -240,12 +242,44 @@ def corrupt_gateway(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -
     """A copy of the demo whose evidence blobs were altered on disk after the build."""
     base = tmp_path_factory.mktemp("corrupt")
     shutil.copytree(demo_home / "home", base / "home")
-    shutil.copytree(demo_home / "site", base / "site")
-    for meta in (base / "site" / "evidence").glob("*.json"):
-        sha = orjson.loads(meta.read_bytes())["sha256"]
+    shutil.copytree(demo_home / "site", base / "site", symlinks=True)
+    tree = Tree(base / "site")
+    published = tree.published_revision()
+    assert published is not None
+    for link in (base / "site" / "evidence").glob("*.json"):
+        meta = tree.evidence_meta(link.name.removesuffix(".json"), published)
+        assert meta is not None
+        sha = meta["sha256"]
         blob = base / "site" / "objects" / "sha256" / sha[:2] / sha
         blob.chmod(0o644)
         blob.write_bytes(b"tampered")
+    env = home_env(base)
+    _, token = issue_token(env, "contract")
+    yield from _running(base, env, token)
+
+
+TAMPERED_REVISION = 2
+
+
+@pytest.fixture(scope="session")
+def tampered_record_gateway(
+    tmp_path_factory: pytest.TempPathFactory, demo_home: Path
+) -> Iterator[Gateway]:
+    """A copy of the demo whose record of revision 2 was altered on disk after the build."""
+    base = tmp_path_factory.mktemp("tampered")
+    shutil.copytree(demo_home / "home", base / "home")
+    shutil.copytree(demo_home / "site", base / "site", symlinks=True)
+    found = Tree(base / "site").log.location(TAMPERED_REVISION)
+    assert found is not None
+    name, offset, length = found
+    pack = Path(name)
+    data = bytearray(pack.read_bytes())
+    record = bytes(data[offset : offset + length])
+    at = (
+        offset + record.index(b'"ts_commit":"') + len(b'"ts_commit":"') + 3
+    )  # the year's last digit
+    data[at] = ord("9") if data[at] != ord("9") else ord("8")
+    pack.write_bytes(bytes(data))
     env = home_env(base)
     _, token = issue_token(env, "contract")
     yield from _running(base, env, token)

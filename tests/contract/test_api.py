@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.contract.conftest import Gateway, fxev, issue_token
+from tests.contract.conftest import TAMPERED_REVISION, Gateway, fxev, issue_token
 
 ENVELOPE = {"dataset_revision", "request_id", "schema_version"}
 ITEM_FIELDS = {
@@ -227,6 +227,18 @@ def test_unexpected_failure_is_internal_without_detail_and_logged(
     body = assert_api_error(resp, 500, "INTERNAL")
     assert body["message"] == "Internal error."
     assert "TreeCorruptError" in corrupt_gateway.log()
+
+
+def test_an_altered_revision_record_answers_internal_rather_than_its_data(
+    tampered_record_gateway: Gateway,
+) -> None:
+    """Revision 2's record no longer matches the hash revision 3's record holds for it."""
+    assert tampered_record_gateway.get(SEPT).status_code == 200  # does not need record 2
+    resp = tampered_record_gateway.get(SEPT + f"&as_of_revision={TAMPERED_REVISION}")
+    body = assert_api_error(resp, 500, "INTERNAL")
+    assert body["message"] == "Internal error."
+    assert "revision record 2 does not match" in tampered_record_gateway.log()
+    assert tampered_record_gateway.get(SEPT + "&as_of_revision=3").status_code == 200
 
 
 # -- before the first build (DECISIONS 4) -----------------------------------------------------

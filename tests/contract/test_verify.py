@@ -1,20 +1,29 @@
 """``fxev verify`` against a real gateway: the demo passes; a tampered tree fails with exit 1.
 
 The tampering is what someone with write access to the published tree could do without the
-gateway noticing: change a value in an observation's detail (renamed to its new hash, as the
-tree names it), or swap an evidence blob for altered bytes and fix its metadata to match. A
-naive change that the gateway's own hash checks catch makes it answer 500: no verdict, exit 2.
+gateway noticing: change a value in an observation's detail, or swap an evidence blob for
+altered bytes and fix its metadata to match, then recompute every hash the tree records (the
+revision record holding the change, every later record linking to it, the pointer) and restart
+the gateway. A naive change that the gateway's own hash checks catch makes it answer 500: no
+verdict, exit 2.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from builder.revision import RevisionRecord
+from builder.revlog import RevisionLog
+from builder.tree import POINTER, Tree
 from tests.contract.conftest import Gateway, run_fxev
 
 LATEST = "/v1/rates/latest?currency=USD&series=publicado"
@@ -37,9 +46,27 @@ def latest_detail(gateway: Gateway) -> dict[str, Any]:
     return gateway.get(f"/v1/observations/{latest['observacion_id']}").json()
 
 
-def writable(path: Path) -> Path:
-    path.chmod(0o644)
-    return path
+def forge_record(
+    site: Path, revision: int, edit: Callable[[RevisionRecord], RevisionRecord]
+) -> None:
+    """Rewrite record ``revision`` with ``edit``, then re-link every later record and the pointer
+    to the new hashes, as a forger who recomputes every hash would."""
+    tree = Tree(site)
+    published = tree.published_revision()
+    assert published is not None
+    records = [RevisionRecord.decode(tree.record_bytes(n)) for n in range(1, published + 1)]
+    shutil.rmtree(site / "revisions")
+    log = RevisionLog(site / "revisions")
+    hashes: dict[int, str] = {}
+    for record in records:
+        if record.revision == revision:
+            record = edit(record)
+        record = dataclasses.replace(record, links={t: hashes[t] for t in record.links})
+        data = record.encode()
+        hashes[record.revision] = hashlib.sha256(data).hexdigest()
+        log.append(record.revision, data)
+    pointer = orjson.loads((site / POINTER).read_bytes())
+    (site / POINTER).write_bytes(orjson.dumps(pointer | {"root_sha256": hashes[published]}))
 
 
 # -- a good tree ------------------------------------------------------------------------------
@@ -131,11 +158,20 @@ def test_a_blob_the_gateway_refuses_is_exit_2(corrupt_gateway: Gateway) -> None:
 def test_a_value_changed_in_the_site_fails(private_gateway: Gateway) -> None:
     detail = latest_detail(private_gateway)
     obs_id = detail["observacion"]["id"]
-    folder = private_gateway.site / "observations" / obs_id
-    newest = max(p for p in folder.iterdir() if not p.name.startswith("."))
-    altered = writable(newest).read_bytes().replace(b'"venta":"3.364"', b'"venta":"3.365"', 1)
-    newest.unlink()
-    (folder / f"{newest.name[:10]}-{hashlib.sha256(altered).hexdigest()}.json").write_bytes(altered)
+    site = private_gateway.site
+    written, digest = Tree(site).detail_versions(obs_id)[-1]
+    original = Tree(site).detail(obs_id, written)
+    assert original is not None
+    altered = original.replace(b'"venta":"3.364"', b'"venta":"3.365"', 1)
+    forge_record(
+        site,
+        written,
+        lambda record: dataclasses.replace(record, details=record.details | {obs_id: altered}),
+    )
+    marker = site / "observations" / obs_id / f"{written:010d}-{digest}"
+    marker.rename(marker.with_name(f"{written:010d}-{hashlib.sha256(altered).hexdigest()}"))
+    private_gateway.stop()
+    private_gateway.start()
     assert latest_detail(private_gateway)["observacion"]["venta"] == "3.365"
 
     code, lines, _ = verify(private_gateway, obs_id)
@@ -150,16 +186,26 @@ def test_a_value_changed_in_the_site_fails(private_gateway: Gateway) -> None:
 def test_evidence_bytes_swapped_in_the_site_fail(private_gateway: Gateway) -> None:
     detail = latest_detail(private_gateway)
     obs_id, ev_id = detail["observacion"]["id"], detail["observacion"]["evidencia_id"]
-    meta_path = writable(private_gateway.site / "evidence" / f"{ev_id}.json")
-    meta = orjson.loads(meta_path.read_bytes())
-    objects = private_gateway.site / "objects" / "sha256"
+    site = private_gateway.site
+    written = int(os.readlink(site / "evidence" / f"{ev_id}.json"))
+    meta = Tree(site).evidence_meta(ev_id, written)
+    assert meta is not None
+    objects = site / "objects" / "sha256"
     original = (objects / meta["sha256"][:2] / meta["sha256"]).read_bytes()
     altered = original.replace(b"3.364", b"3.365")
     assert altered != original
     sha = hashlib.sha256(altered).hexdigest()
     (objects / sha[:2]).mkdir(exist_ok=True)
     (objects / sha[:2] / sha).write_bytes(altered)
-    meta_path.write_bytes(orjson.dumps(meta | {"sha256": sha}))
+    forge_record(
+        site,
+        written,
+        lambda record: dataclasses.replace(
+            record, evidence=record.evidence | {ev_id: meta | {"sha256": sha}}
+        ),
+    )
+    private_gateway.stop()
+    private_gateway.start()
 
     code, lines, _ = verify(private_gateway, obs_id)
     assert code == 1, lines

@@ -126,6 +126,16 @@ def test_business_days_between_includes_both_ends_in_ascending_order() -> None:
     ]
 
 
+@given(
+    start=st.dates(min_value=date(1990, 1, 1), max_value=date(2030, 12, 31)),
+    days=st.integers(min_value=0, max_value=3000),
+)
+def test_business_days_between_agrees_with_checking_each_day(start: date, days: int) -> None:
+    end = start + timedelta(days=days)
+    each = [start + timedelta(days=i) for i in range(days + 1)]
+    assert business_days_between(start, end) == [day for day in each if is_business_day(day)]
+
+
 def test_business_days_between_is_empty_when_end_precedes_start() -> None:
     assert business_days_between(d("2026-09-08"), d("2026-09-04")) == []
 

@@ -1,0 +1,136 @@
+"""A revision of the tree as values: its root, and the record that holds it on disk. Pure.
+
+``RevisionRoot`` is what a query starts from: the served series, the hash of each series' item
+tree, of the supersession map, of the annotations and of the coverage.
+
+``RevisionRecord`` is what ``fxev build`` writes for one revision, once: the root, the SHA-256 of
+earlier records (``links``), the metadata of the evidence and the observation details that the
+revision changed. Small records live together so that a revision costs one record appended to a
+pack rather than a few files of one disk block each.
+
+**Links.** Record N holds the SHA-256 of record N - 1 and of the last record before N whose
+number is a multiple of 4**k, for every k >= 1 (``link_targets``). The ``PUBLISHED`` pointer holds
+the SHA-256 of the published record, so any earlier record is verified by hopping down from the
+published one, each hop as long as it can be (``next_hop``): about two hops per base-4 digit of
+the distance. Every link of record N but N - 1 is also a link of record N - 1, so a build finds
+the links of a new record in the record before it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import orjson
+
+LINK_BASE = 4
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SeriesRoot:
+    root: str | None
+    count: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RevisionRoot:
+    revision: int
+    ts_commit: str
+    served: tuple[str, ...]
+    series: dict[str, SeriesRoot]
+    supersessions: str | None
+    annotations: str | None
+    coverage: str | None
+
+    @classmethod
+    def empty(cls) -> RevisionRoot:
+        return cls(0, "", (), {}, None, None, None)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> RevisionRoot:
+        return cls(
+            revision=value["revision"],
+            ts_commit=value["ts_commit"],
+            served=tuple(value["served"]),
+            series={k: SeriesRoot(**v) for k, v in value["series"].items()},
+            supersessions=value["supersessions"],
+            annotations=value["annotations"],
+            coverage=value["coverage"],
+        )
+
+
+def link_targets(revision: int) -> list[int]:
+    """The earlier records record ``revision`` links to, descending (see the module docstring)."""
+    if revision <= 1:
+        return []
+    previous = revision - 1
+    targets = [previous]
+    step = LINK_BASE
+    while step <= previous:
+        aligned = previous // step * step
+        if aligned != targets[-1]:
+            targets.append(aligned)
+        step *= LINK_BASE
+    return targets
+
+
+def next_hop(current: int, target: int) -> int:
+    """The link of record ``current`` nearest to ``target`` without going below it."""
+    if not 1 <= target < current:
+        raise ValueError(f"cannot hop from revision {current} to {target}")
+    return min(t for t in link_targets(current) if t >= target)
+
+
+def links_of(data: bytes) -> dict[int, str]:
+    """Only the links of an encoded record (what a reader hopping through it needs)."""
+    header = orjson.loads(data[: data.index(b"\n")])
+    return {int(r): h for r, h in header["links_sha256"].items()}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RevisionRecord:
+    """One revision as written: root, links to earlier records, evidence metadata, details.
+
+    Encoded as one JSON header line, then the details' bytes back to back (the header gives each
+    detail's offsets), so a detail is served as stored, never re-encoded.
+    """
+
+    root: RevisionRoot
+    links: dict[int, str]  # earlier revision -> SHA-256 (hex) of its record
+    evidence: dict[str, dict[str, Any]]  # evidence id -> metadata
+    details: dict[str, bytes]  # observation id -> detail prefix
+
+    @property
+    def revision(self) -> int:
+        return self.root.revision
+
+    def encode(self) -> bytes:
+        offsets: dict[str, list[int]] = {}
+        position = 0
+        for observation_id in sorted(self.details):
+            size = len(self.details[observation_id])
+            offsets[observation_id] = [position, position + size]
+            position += size
+        header = {
+            "root": self.root.to_json(),
+            "links_sha256": {str(r): h for r, h in sorted(self.links.items())},
+            "evidence": self.evidence,
+            "details": offsets,
+        }
+        body = b"".join(self.details[i] for i in sorted(self.details))
+        return orjson.dumps(header, option=orjson.OPT_SORT_KEYS) + b"\n" + body
+
+    @classmethod
+    def decode(cls, data: bytes) -> RevisionRecord:
+        newline = data.index(b"\n")
+        header = orjson.loads(data[:newline])
+        body = data[newline + 1 :]
+        return cls(
+            root=RevisionRoot.from_json(header["root"]),
+            links={int(r): h for r, h in header["links_sha256"].items()},
+            evidence=header["evidence"],
+            details={i: body[a:b] for i, (a, b) in header["details"].items()},
+        )

@@ -1,0 +1,58 @@
+"""Revision packs: append-only, and a torn tail left by a killed build is cut off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builder.revlog import PACK_SIZE, RevisionLog
+
+
+def records(count: int) -> list[bytes]:
+    return [f'{{"revision":{n}}}\n'.encode() + b"x" * n for n in range(1, count + 1)]
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_records_read_back_as_written_across_packs(tmp_path: Path) -> None:
+    log = RevisionLog(tmp_path)
+    written = records(PACK_SIZE + 3)
+    for number, data in enumerate(written, start=1):
+        log.append(number, data)
+    assert log.written() == PACK_SIZE + 3
+    assert [RevisionLog(tmp_path).read(n) for n in range(1, PACK_SIZE + 4)] == written
+    assert log.read(PACK_SIZE + 4) is None
+    assert sorted(files(tmp_path)) == ["000000.idx", "000000.pack", "000001.idx", "000001.pack"]
+
+
+def test_a_torn_tail_is_cut_off_by_the_next_append(tmp_path: Path) -> None:
+    clean, torn = tmp_path / "clean", tmp_path / "torn"
+    for folder in (clean, torn):
+        log = RevisionLog(folder)
+        for number, data in enumerate(records(3), start=1):
+            log.append(number, data)
+    # A build killed mid-revision 4: its record appended, its index entry half written.
+    with (torn / "000000.pack").open("ab") as handle:
+        handle.write(b'{"revision":4, torn')
+    with (torn / "000000.idx").open("ab") as handle:
+        handle.write(b"0000000")
+    assert not RevisionLog(torn).has(4)
+    assert RevisionLog(torn).read(4) is None
+
+    fourth = records(4)[-1]
+    RevisionLog(torn).append(4, fourth)
+    RevisionLog(clean).append(4, fourth)
+    assert files(torn) == files(clean)
+    assert RevisionLog(torn).read(4) == fourth
+
+
+def test_a_revision_is_appended_once_and_in_order(tmp_path: Path) -> None:
+    log = RevisionLog(tmp_path)
+    log.append(1, b"one")
+    with pytest.raises(FileExistsError):
+        log.append(1, b"again")
+    with pytest.raises(FileNotFoundError):
+        log.append(3, b"three")
