@@ -65,7 +65,8 @@ class Manifest:
         return cls(0, "", {})
 
     def encode(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self), option=orjson.OPT_SORT_KEYS)
+        value = {"fingerprint": self.fingerprint, "keys": self.keys, "revision": self.revision}
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -161,9 +162,13 @@ class ExplorerRenderer:
             manifest = Manifest.empty()
         if manifest.revision == revision:
             return ExplorerResult(revision, ())
-        jobs = stale(self.jobs(manifest.revision, revision), manifest.keys)
-        written = self.write([(job.path, job.draw()) for job in jobs])
-        keys = manifest.keys | {job.path: job.key for job in jobs}
+        keyed = stale(self.jobs(manifest.revision, revision), manifest.keys)
+        # Observation pages are as many as observations: keeping their keys would make the
+        # manifest grow with history. The tree already says which details changed since the
+        # manifest's revision, and only those are drawn (again, after a killed render).
+        observations = self.observation_jobs(manifest.revision, revision)
+        written = self.write([(job.path, job.draw()) for job in [*keyed, *observations]])
+        keys = manifest.keys | {job.path: job.key for job in keyed}
         manifest_bytes = Manifest(revision, fingerprint, keys).encode()
         replace_durably(self.folder / MANIFEST, manifest_bytes, staging=self.staging)
         return ExplorerResult(revision, tuple(written))
@@ -178,12 +183,16 @@ class ExplorerRenderer:
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
         self.staging.mkdir(parents=True, exist_ok=True)
-        with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
-            list(
-                pool.map(
-                    lambda item: write_file(self.folder / item[0], item[1], self.staging), files
-                )
-            )
+
+        def put(item: tuple[str, bytes]) -> None:
+            write_file(self.folder / item[0], item[1], self.staging)
+
+        if len(files) <= WRITER_THREADS:  # an ordinary build: starting threads costs more
+            for item in files:
+                put(item)
+        else:
+            with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
+                list(pool.map(put, files))
         for folder in sorted(folders):
             fsync_dir(folder)
         return [relative for relative, _ in files]
@@ -204,7 +213,6 @@ class ExplorerRenderer:
                 self.series_jobs(serie, revision, top.keys, top.hashes, coverage.get(serie))
             )
         jobs.append(self.home_job(revision, root.ts_commit, years, coverage))
-        jobs.extend(self.observation_jobs(since, revision))
         jobs.extend(self.revision_jobs(since, revision))
         return jobs
 
@@ -268,7 +276,7 @@ class ExplorerRenderer:
         jobs.append(
             PageJob(
                 f"serie/{serie}/index.html",
-                key_of("series", dataclasses.asdict(series_page)),
+                key_of("series", series_page),  # orjson encodes the dataclass as it is
                 lambda: pages.series_page(series_page),
             )
         )
