@@ -15,7 +15,8 @@ from pathlib import Path
 
 from sanic import Request, Sanic
 from sanic.response import HTTPResponse, raw
-from sanic.worker.loader import AppLoader
+
+from gateway.serving import serve_factory
 
 ROOT_SWITCH = "FXEV_BENCH_BARE_ROOT"
 
@@ -45,17 +46,7 @@ def main() -> int:
     parser.add_argument("--root", required=True)
     args = parser.parse_args()
     os.environ[ROOT_SWITCH] = args.root
-    loader = AppLoader(factory=create_bare_app)
-    app = loader.load()
-    app.prepare(
-        host="127.0.0.1",
-        port=args.port,
-        workers=args.workers,
-        motd=False,
-        access_log=False,
-        single_process=args.workers == 1,
-    )
-    Sanic.serve(primary=app, app_loader=loader)
+    serve_factory(create_bare_app, "127.0.0.1", args.port, args.workers)
     return 0
 
 

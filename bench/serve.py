@@ -10,10 +10,10 @@ import argparse
 import os
 
 from sanic import Sanic
-from sanic.worker.loader import AppLoader
 
 from builder.settings import load_settings
 from gateway.app import create_app
+from gateway.serving import serve_factory
 
 LEDGER_SWITCH = "FXEV_BENCH_LEDGER"
 
@@ -30,17 +30,7 @@ def main() -> int:
     parser.add_argument("--no-ledger", action="store_true")
     args = parser.parse_args()
     os.environ[LEDGER_SWITCH] = "off" if args.no_ledger else "on"
-    loader = AppLoader(factory=create_bench_app)
-    app = loader.load()
-    app.prepare(
-        host="127.0.0.1",
-        port=args.port,
-        workers=args.workers,
-        motd=False,
-        access_log=False,
-        single_process=args.workers == 1,
-    )
-    Sanic.serve(primary=app, app_loader=loader)
+    serve_factory(create_bench_app, "127.0.0.1", args.port, args.workers)
     return 0
 
 

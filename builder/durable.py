@@ -28,12 +28,18 @@ def write_once(path: Path, data: bytes, *, fsync: bool = True, staging: Path | N
 
 
 def replace_durably(
-    path: Path, data: bytes, *, fsync: bool = True, staging: Path | None = None
+    path: Path,
+    data: bytes,
+    *,
+    fsync: bool = True,
+    staging: Path | None = None,
+    sync_folder: bool = True,
 ) -> None:
     """Write ``data`` under a new name, fsync it, rename it over ``path``, fsync the folder.
 
     The new name is a ``.tmp-*`` file in ``staging`` (same file system) or else beside ``path``;
-    a process killed before the rename leaves it there.
+    a process killed before the rename leaves it there. ``sync_folder=False``: the caller fsyncs
+    the folder itself, once for many files.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if staging is not None:
@@ -51,7 +57,7 @@ def replace_durably(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    if fsync:
+    if fsync and sync_folder:
         fsync_dir(path.parent)
 
 

@@ -16,22 +16,10 @@ if TYPE_CHECKING:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    from sanic import Sanic
-    from sanic.worker.loader import AppLoader
-
     from gateway.app import create_app_from_env
+    from gateway.serving import serve_factory
 
-    loader = AppLoader(factory=create_app_from_env)
-    app = loader.load()
-    app.prepare(
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        motd=False,
-        access_log=False,
-        single_process=args.workers == 1,
-    )
-    Sanic.serve(primary=app, app_loader=loader)
+    serve_factory(create_app_from_env, args.host, args.port, args.workers)
     return 0
 
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
@@ -84,17 +82,9 @@ class ExplorerResult:
 
 def write_file(path: Path, data: bytes, staging: Path) -> None:
     """``data`` at ``path`` through a fsynced temporary file in ``staging`` (where the next
-    build sweeps what a killed one left, see ``builder.sitelock``) and an atomic rename."""
-    fd, tmp = tempfile.mkstemp(dir=staging, prefix=sitelock.TEMP_PREFIX)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    build sweeps what a killed one left, see ``builder.sitelock``) and an atomic rename; the
+    caller fsyncs the folder."""
+    replace_durably(path, data, staging=staging, sync_folder=False)
 
 
 # -- pure helpers -------------------------------------------------------------------------------
