@@ -18,12 +18,16 @@ import pytest
 import requests
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.browser import chromium
 from tests.contract.conftest import ROOT, Gateway
 
 SCREENSHOTS = ROOT / "test-output" / "explorer"
 DOWNLOAD_TIMEOUT_S = 20.0
+NAVIGATION_TIMEOUT_S = 15.0
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +55,16 @@ def shot(driver: webdriver.Chrome, name: str) -> None:
 
 def text(driver: webdriver.Chrome, css: str) -> str:
     return driver.find_element(By.CSS_SELECTOR, css).text
+
+
+def follow(driver: webdriver.Chrome, element: WebElement) -> None:
+    """Click a link or submit button and wait for the next page: a click returns once it is
+    dispatched, and the old page may still be the current one for a while."""
+    old_page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    wait = WebDriverWait(driver, NAVIGATION_TIMEOUT_S)
+    wait.until(expected_conditions.staleness_of(old_page))
+    wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def path_of(driver: webdriver.Chrome) -> str:
@@ -91,12 +105,12 @@ def test_a_person_signs_in_reads_every_page_verifies_evidence_and_signs_out(
     shot(driver, "01-signin")
 
     driver.find_element(By.ID, "token").send_keys("fxev_not_a_token")
-    driver.find_element(By.ID, "ingresar").click()
+    follow(driver, driver.find_element(By.ID, "ingresar"))
     assert "Token inválido" in text(driver, "#error")
     shot(driver, "02-signin-error")
 
     driver.find_element(By.ID, "token").send_keys(gateway.token)
-    driver.find_element(By.ID, "ingresar").click()
+    follow(driver, driver.find_element(By.ID, "ingresar"))
     assert path_of(driver) == "/"
     cookie = driver.get_cookie("fxev_sesion")
     assert cookie is not None and cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
@@ -114,13 +128,13 @@ def test_a_person_signs_in_reads_every_page_verifies_evidence_and_signs_out(
     assert_links_resolve(driver, gateway, session)
 
     # The series, then its history of 2026 with the chart drawn at build time.
-    driver.find_element(By.LINK_TEXT, "publicado").click()
+    follow(driver, driver.find_element(By.LINK_TEXT, "publicado"))
     assert path_of(driver) == "/serie/publicado"
     assert "2021" in text(driver, "#anios") and "2026" in text(driver, "#anios")
     shot(driver, "04-series")
     assert_links_resolve(driver, gateway, session)
 
-    driver.find_element(By.LINK_TEXT, "historia 2026").click()
+    follow(driver, driver.find_element(By.LINK_TEXT, "historia 2026"))
     assert path_of(driver) == "/serie/publicado/2026"
     svg = driver.find_element(By.CSS_SELECTOR, "#grafico svg")
     assert "USD/PEN publicado 2026" in svg.find_element(By.TAG_NAME, "title").get_attribute(
@@ -137,7 +151,7 @@ def test_a_person_signs_in_reads_every_page_verifies_evidence_and_signs_out(
     assert_links_resolve(driver, gateway, session)
 
     # Its coverage calendar: legend, every day coloured.
-    driver.find_element(By.LINK_TEXT, "calendario de cobertura 2026").click()
+    follow(driver, driver.find_element(By.LINK_TEXT, "calendario de cobertura 2026"))
     assert path_of(driver) == "/cobertura/publicado/2026"
     legend = text(driver, "#leyenda")
     for reason in ("con dato", "sin_dato", "fallo", "nd_fuente", "no hábil"):
@@ -152,7 +166,7 @@ def test_a_person_signs_in_reads_every_page_verifies_evidence_and_signs_out(
 
     # The observation behind the latest value: values, fragment, chain, evidence.
     driver.get(gateway.url("/"))
-    driver.find_element(By.CSS_SELECTOR, "#ultimos a[href^='/observacion/']").click()
+    follow(driver, driver.find_element(By.CSS_SELECTOR, "#ultimos a[href^='/observacion/']"))
     assert path_of(driver).startswith("/observacion/")
     assert "3.356" in text(driver, "#observacion")
     assert text(driver, "#fragmento") == "21/09/2026|3.356|3.364|"
@@ -173,7 +187,7 @@ def test_a_person_signs_in_reads_every_page_verifies_evidence_and_signs_out(
     assert data == b"21/09/2026|3.356|3.364|\r\n"
 
     # The revision log.
-    driver.find_element(By.LINK_TEXT, "Revisiones").click()
+    follow(driver, driver.find_element(By.LINK_TEXT, "Revisiones"))
     assert path_of(driver) == "/revisiones"
     rows = driver.find_elements(By.CSS_SELECTOR, "#revisiones tbody tr")
     assert [r.get_attribute("id") for r in rows] == ["r6", "r5", "r4", "r3", "r2", "r1"]
@@ -182,7 +196,7 @@ def test_a_person_signs_in_reads_every_page_verifies_evidence_and_signs_out(
     assert_links_resolve(driver, gateway, session)
 
     # Sign out: the cookie is gone and pages send to the form again.
-    driver.find_element(By.CSS_SELECTOR, "form[action='/signout'] button").click()
+    follow(driver, driver.find_element(By.CSS_SELECTOR, "form[action='/signout'] button"))
     assert path_of(driver) == "/signin"
     assert driver.get_cookie("fxev_sesion") is None
     driver.get(gateway.url("/serie/publicado/2026"))
