@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Context, Decimal
+from urllib.parse import quote
 
 THREE_PLACES = Decimal("0.001")
 _DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.([0-9]+))?")  # ASCII digits only
@@ -48,3 +49,9 @@ def utc_timestamp(instant: datetime) -> str:
 def parse_utc_timestamp(text: str) -> datetime:
     """Inverse of :func:`utc_timestamp`."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+def header_text(value: str) -> str:
+    """A text as an HTTP header value (the gateway's ``X-Identidad-Consulta``): printable ASCII
+    kept, anything else percent-encoded."""
+    return "".join(c if 32 <= ord(c) < 127 else quote(c, safe="") for c in value)

@@ -12,8 +12,8 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
+from builder.canonical import header_text
 from builder.reparse import (
     ReparseInput,
     ReparseMismatch,
@@ -70,11 +70,6 @@ class _Checks:
 
 def _show(value: Any) -> str:
     return "null" if value is None else str(value)
-
-
-def header_text(value: str) -> str:
-    """How the gateway writes a text header: printable ASCII kept, the rest percent-encoded."""
-    return "".join(c if 32 <= ord(c) < 127 else quote(c, safe="") for c in value)
 
 
 def recording_event(observation: Body, events: Sequence[Body]) -> Body | None:

@@ -14,7 +14,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 from sanic import Request, Sanic
 from sanic import exceptions as sanic_exceptions
@@ -23,7 +22,7 @@ from sanic.response import HTTPResponse, raw
 
 from builder.alerts import AlertStore
 from builder.business_days import today_in_lima
-from builder.canonical import utc_timestamp
+from builder.canonical import header_text, utc_timestamp
 from builder.health import ntp_state
 from builder.settings import Settings, load_settings
 from builder.tree import Tree
@@ -247,11 +246,6 @@ def hoy_lima(request: Request) -> Any:
     return today_in_lima(settings.now or datetime.now(UTC))
 
 
-def header_text(value: str) -> str:
-    """A header value: printable ASCII kept, anything else percent-encoded."""
-    return "".join(c if 32 <= ord(c) < 127 else quote(c, safe="") for c in value)
-
-
 # -- handlers ----------------------------------------------------------------------------------
 
 
@@ -416,15 +410,24 @@ async def annotations(request: Request) -> HTTPResponse:
     return send(request, envelope.listing_body(items, pub.revision, x_request_id(request)))
 
 
+def latest_dates(tree: Tree, revision: int) -> list[tuple[str, str]]:
+    """(serie, fecha_serie of its newest item) of every series served at ``revision``."""
+    found = []
+    for serie in tree.root(revision).served:
+        ref = tree.latest(serie, revision)
+        if ref is not None:
+            found.append((serie, ref.fecha_serie))
+    return found
+
+
 async def health_freshness(request: Request) -> HTTPResponse:
     pub = published(request)
     params.no_params(query(request))
     today = hoy_lima(request)
-    entries = []
-    for serie in tree(request).root(pub.revision).served:
-        ref = tree(request).latest(serie, pub.revision)
-        if ref is not None:
-            entries.append(freshness_entry("USD", serie, ref.fecha_serie, today))
+    entries = [
+        freshness_entry("USD", serie, fecha, today)
+        for serie, fecha in latest_dates(tree(request), pub.revision)
+    ]
     value = {
         "series": entries,
         "alertas_abiertas": len(request.app.ctx.alerts.list(open_only=True)),
@@ -479,7 +482,7 @@ def ledger_token(request: Request) -> TokenRecord | None:
         return token
     if request.path == "/v1/health/live":
         return None  # public, and it touches no store
-    text = presented_token(request) or explorer.cookie_token(request)
+    text = explorer.credential(request)
     return None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
 
 

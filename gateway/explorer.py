@@ -227,20 +227,11 @@ def freshness_entries(request: Request) -> list[dict[str, Any]]:
     published = request.app.ctx.view.current()
     if published is None:
         return []
-    tree = api.tree(request)
     today = api.hoy_lima(request)
-    entries = []
-    for serie in tree.root(published.revision).served:
-        ref = tree.latest(serie, published.revision)
-        if ref is not None:
-            entries.append(
-                {
-                    "serie": serie,
-                    "fecha_serie": ref.fecha_serie,
-                    "frescura": frescura(serie, ref.fecha_serie, today),
-                }
-            )
-    return entries
+    return [
+        {"serie": serie, "fecha_serie": fecha, "frescura": frescura(serie, fecha, today)}
+        for serie, fecha in api.latest_dates(api.tree(request), published.revision)
+    ]
 
 
 def built_page(request: Request, relative: str) -> HTTPResponse:

@@ -393,18 +393,7 @@ OPERATIONS: tuple[Operation, ...] = (
             ),
             "404": not_found(SERIES_404, "currency or series not served, or nothing in the range."),
         },
-        tuple(
-            param_ref(n)
-            for n in (
-                "currency",
-                "series",
-                "from",
-                "to",
-                "as_of_revision",
-                "page_token",
-                "include_annotations",
-            )
-        ),
+        tuple(param_ref(n) for n in params.RATES_PARAMS),
     ),
     Operation(
         "/v1/rates/latest",
