@@ -97,6 +97,7 @@ def setup_stores(app: Sanic) -> None:
 
     @app.after_server_stop
     async def close_stores(app: Sanic) -> None:
+        app.ctx.token_check.close()
         app.ctx.tokens.close()
         app.ctx.alerts.close()
         app.ctx.limiter.close()

@@ -10,6 +10,11 @@ Checking parses the id out of the presented text, reads that one row by primary 
 hashes with :func:`hmac.compare_digest`. Nothing is cached: every :meth:`TokenStore.check` reads
 the file, so a revocation committed by one process is seen by the very next check of any other.
 
+The file uses SQLite's rollback journal (``journal_mode=DELETE``), not WAL: then every commit
+increments the *file change counter* in the database header, which is how the gateway's memo
+(:mod:`tokens.cache`) learns of a revocation without a query per request. A file left in WAL
+mode by an older version is switched on the first open that has it to itself.
+
 All instants here come from the real clock, passed in by the caller as ``now``; never
 ``FXEV_NOW``. An ``expires`` date is valid through the end of that date in Lima.
 """
@@ -155,22 +160,32 @@ def _aware(now: datetime) -> datetime:
 class TokenStore:
     """Tokens in ``FXEV_HOME/tokens.sqlite``. Open one per process (after any fork)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
+        self.path = path
 
     @classmethod
     def open(cls, home: Path) -> TokenStore:
         home.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(home / TOKENS_FILE, isolation_level=None, timeout=30.0)
+        path = home / TOKENS_FILE
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
         try:
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
+            try:
+                mode = conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
+            except sqlite3.OperationalError as error:
+                raise TokenError(
+                    f"{path} is in WAL mode and open elsewhere: stop the gateway once so it can"
+                    f" be switched to the rollback journal ({error})"
+                ) from None
+            if mode != "delete":
+                raise TokenError(f"{path}: journal mode {mode!r}, expected 'delete'")
             conn.execute("PRAGMA synchronous=FULL")
             conn.executescript(_SCHEMA)
         except BaseException:
             conn.close()
             raise
-        return cls(conn)
+        return cls(conn, path)
 
     def close(self) -> None:
         self.conn.close()
@@ -255,17 +270,16 @@ class TokenStore:
         found_id = parse_token_id(token_text)
         if found_id is None:
             return None
-        row = self.conn.execute(
+        # fetchall: the statement runs to its end, so no read lock outlives the call (with a
+        # rollback journal a reader's lock holds off every writer).
+        rows = self.conn.execute(
             "SELECT id, name, hash, created_at, expires, revoked_at FROM tokens WHERE id = ?",
             (found_id,),
-        ).fetchone()
+        ).fetchall()
+        row = rows[0] if rows else None
         stored = _NO_SUCH_HASH if row is None else row["hash"]
         matches = hmac.compare_digest(stored.encode("ascii"), token_hash(token_text).encode())
         return _record(row) if row is not None and matches else None
-
-    def data_version(self) -> int:
-        """A number that changes whenever another connection commits to the file."""
-        return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
 
 def _record(row: sqlite3.Row) -> TokenRecord:
