@@ -14,12 +14,18 @@ unknown: the ring refills within a minute.
 
 The state of a token is one fixed-layout file, ``FXEV_HOME/ratelimit/<token id>.ring``
 (:class:`RingFile`): a header (``seq`` of the last accepted request, the Lima day and its count)
-then the ring's slots (``seq``, instant in microseconds). Every worker of the host opens it; one
-decision is two small reads and, when the request passes, two small writes, all under an
-exclusive ``flock`` of that file, so two workers never interleave a read and a write and a waiting
-worker is woken by the kernel the moment the lock is free. Writes go to the page cache: a count
-survives a killed process, as the SQLite store this replaces (WAL, ``synchronous=NORMAL``) did,
-at a tenth of the cost (no transaction, no journal).
+then the ring's slots (``seq``, instant in microseconds). Every worker of the host maps it into
+memory (``MAP_SHARED``: every process sees the same page-cache pages); one decision reads the
+header and one slot and, when the request passes, writes them, all under an exclusive ``flock`` of
+that file, so two workers never interleave a read and a write and a waiting worker is woken by the
+kernel the moment the lock is free. The two ``flock`` calls are the decision's only system calls.
+Writes go to the page cache: a count survives a killed process, as the SQLite store this replaces
+(WAL, ``synchronous=NORMAL``) did.
+
+The file's blocks are allocated (``posix_fallocate``) before it is mapped, so a write through the
+map never needs a new block (a full disk would otherwise kill the worker with ``SIGBUS``); that
+is why ``per_min`` is bounded (:data:`MAX_PER_MIN`: a 16 MB ring). A file is never shrunk, since
+another process may map all of it; a lower limit uses its first slots.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import math
+import mmap
 import os
 import re
 import struct
@@ -34,9 +41,12 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from builder.settings import MAX_RATE_LIMIT_PER_MIN
+
 RATELIMIT_DIR = "ratelimit"
 SUFFIX = ".ring"
 WINDOW_US = 60_000_000
+MAX_PER_MIN = MAX_RATE_LIMIT_PER_MIN
 LIMA = ZoneInfo("America/Lima")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SAFE_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -145,9 +155,12 @@ class RingFile:
 
     @classmethod
     def decode_header(cls, data: bytes) -> Counter | None:
+        """The header's counter; None for a new file (short, or allocated and still zero)."""
         if len(data) < cls.HEADER.size:
             return None
-        magic, version, last_seq, day, day_count = cls.HEADER.unpack(data)
+        magic, version, last_seq, day, day_count = cls.HEADER.unpack_from(data)
+        if magic == b"\0\0\0\0" and last_seq == 0:
+            return None
         if magic != cls.MAGIC or version != cls.VERSION:
             raise ValueError(f"not a rate-limit ring file (magic {magic!r}, version {version})")
         return Counter(last_seq, day, day_count)
@@ -157,7 +170,7 @@ class RingFile:
         """(seq, instant) of a slot, or None if it was never written."""
         if len(data) < cls.SLOT.size:
             return None
-        seq, ts_us = cls.SLOT.unpack(data)
+        seq, ts_us = cls.SLOT.unpack_from(data)
         return None if seq == 0 else (seq, ts_us)
 
 
@@ -174,9 +187,11 @@ class RateLimiter:
     """The host's shared rate-limit state; one instance per worker process."""
 
     def __init__(self, home: Path, limits: Limits) -> None:
+        if not 1 <= limits.per_min <= MAX_PER_MIN:
+            raise ValueError(f"per_min must be from 1 to {MAX_PER_MIN}, got {limits.per_min}")
         self.home = home
         self.limits = limits
-        self._fds: dict[str, int] = {}
+        self._rings: dict[str, tuple[int, mmap.mmap]] = {}
         self._today: LimaDay | None = None  # zone arithmetic once a day, not per request
 
     @classmethod
@@ -185,16 +200,31 @@ class RateLimiter:
         return cls(home, limits)
 
     def close(self) -> None:
-        fds, self._fds = self._fds, {}
-        for fd in fds.values():
+        rings, self._rings = self._rings, {}
+        for fd, ring in rings.values():
+            ring.close()
             os.close(fd)
 
-    def _fd(self, token_id: str) -> int:
-        fd = self._fds.get(token_id)
-        if fd is None:
-            path = ring_path(self.home, token_id)
-            fd = self._fds[token_id] = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        return fd
+    def _ring(self, token_id: str) -> tuple[int, mmap.mmap]:
+        """The token's file, opened, allocated to the ring's size and mapped (once)."""
+        found = self._rings.get(token_id)
+        if found is not None:
+            return found
+        size = RingFile.slot_offset(self.limits.per_min)
+        fd = os.open(ring_path(self.home, token_id), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size < size:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    os.posix_fallocate(fd, 0, size)  # grows the file; its new bytes read as 0
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+            ring = mmap.mmap(fd, size)
+        except BaseException:
+            os.close(fd)
+            raise
+        found = self._rings[token_id] = (fd, ring)
+        return found
 
     def acquire(self, token_id: str, now: datetime) -> Decision:
         """Decide for one request of ``token_id`` at ``now`` (real clock); count it if it passes."""
@@ -202,27 +232,26 @@ class RateLimiter:
         span = self._today
         if span is None or not span.holds(now_us):
             span = self._today = LimaDay.of(now)
-        today, day_end_us = span.day, span.end_us
+        today, day_end_us = span.day.toordinal(), span.end_us
         per_min = self.limits.per_min
-        fd = self._fd(token_id)
+        fd, ring = self._ring(token_id)
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            counter = RingFile.decode_header(os.pread(fd, RingFile.HEADER.size, 0))
+            counter = RingFile.decode_header(ring)
             if counter is None:
-                counter = Counter(0, today.toordinal(), 0)
-            day_count = counter.day_count if counter.day == today.toordinal() else 0
+                counter = Counter(0, today, 0)
+            day_count = counter.day_count if counter.day == today else 0
             nth_seq = counter.last_seq - per_min + 1
             nth = None
             if nth_seq >= 1:
-                offset = RingFile.slot_offset(nth_seq % per_min)
-                found = RingFile.decode_slot(os.pread(fd, RingFile.SLOT.size, offset))
-                nth = found[1] if found is not None and found[0] == nth_seq else None
+                slot = RingFile.SLOT.unpack_from(ring, RingFile.slot_offset(nth_seq % per_min))
+                nth = slot[1] if slot[0] == nth_seq else None
             decision = decide(self.limits, now_us, nth, day_count, day_end_us)
             if decision.allowed:
                 seq = counter.last_seq + 1
-                os.pwrite(fd, RingFile.SLOT.pack(seq, now_us), RingFile.slot_offset(seq % per_min))
-                accepted = Counter(seq, today.toordinal(), day_count + 1)
-                os.pwrite(fd, RingFile.encode_header(accepted), 0)
+                RingFile.SLOT.pack_into(ring, RingFile.slot_offset(seq % per_min), seq, now_us)
+                accepted = Counter(seq, today, day_count + 1)
+                ring[: RingFile.HEADER.size] = RingFile.encode_header(accepted)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
         return decision
