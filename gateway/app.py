@@ -2,8 +2,10 @@
 
 Every handler follows DECISIONS 9: route -> authentication -> rate limit -> parameters -> data.
 Bodies are stored bytes plus the envelope, sent with ``sanic.response.raw``. Every response to a
-valid token is recorded in the worker's ledger (``on_response``) before it leaves; when the ledger
-cannot be written the response is replaced by a 503.
+valid token is recorded in the worker's ledger before it leaves: every route is wrapped in
+:func:`ledgered`, and the errors raised before any route ran pass :func:`recorded` in the error
+handler (no response middleware: Sanic's middleware machinery costs a share of every request).
+When the ledger cannot be written the response is replaced by a 503.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from gateway.freshness import frescura, freshness_entry
 from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, ledger_folder
 from gateway.published import Published, PublishedView
 from gateway.ratelimit import Limits, RateLimiter
+from gateway.stamps import fresh_request_id, utc_now_text
 from tokens.cache import CachedTokenCheck
 from tokens.store import TokenRecord, TokenStore
 
@@ -68,7 +71,6 @@ def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
     setup_errors(app)
     setup_routes(app)
     explorer.setup_explorer(app)
-    setup_ledger(app)
     return app
 
 
@@ -112,7 +114,7 @@ def x_request_id(request: Request) -> str:
     """The fresh UUID4 of this HTTP request (``X-Request-Id``), made on first use."""
     value = getattr(request.ctx, "x_request_id", None)
     if value is None:
-        value = request.ctx.x_request_id = str(uuid.uuid4())
+        value = request.ctx.x_request_id = fresh_request_id()
     return value
 
 
@@ -183,21 +185,29 @@ def as_api_error(exception: Exception) -> ApiError:
     return Internal()
 
 
+def error_response(request: Request, exception: Exception) -> HTTPResponse:
+    """The spec's error body for ``exception``; anything unexpected is ``INTERNAL``, logged."""
+    error = as_api_error(exception)
+    if type(error) is Internal:
+        error_logger.exception("unexpected error on %s %s", request.method, request.path)
+    body = error.body(x_request_id(request))
+    body_request_id = None if error.status == 422 else FRESH
+    return send(
+        request,
+        body,
+        status=error.status,
+        headers=dict(error.headers),
+        body_request_id=body_request_id,
+    )
+
+
 def setup_errors(app: Sanic) -> None:
+    """Errors raised before any route's handler ran (unknown path, method, malformed request)
+    are answered here, and recorded like every other response."""
+
     @app.exception(Exception)
     async def render_error(request: Request, exception: Exception) -> HTTPResponse:
-        error = as_api_error(exception)
-        if type(error) is Internal:
-            error_logger.exception("unexpected error on %s %s", request.method, request.path)
-        body = error.body(x_request_id(request))
-        body_request_id = None if error.status == 422 else FRESH
-        return send(
-            request,
-            body,
-            status=error.status,
-            headers=dict(error.headers),
-            body_request_id=body_request_id,
-        )
+        return await recorded(request, error_response(request, exception))
 
 
 # -- authentication and shared steps -----------------------------------------------------------
@@ -467,10 +477,24 @@ ROUTES: tuple[tuple[str, Handler, bool], ...] = (
 )
 
 
+def ledgered(handler: Handler) -> Handler:
+    """Every route's outermost step: its answer, or its error's, recorded before it leaves."""
+
+    async def run(request: Request, **kwargs: str) -> HTTPResponse:
+        try:
+            response = await handler(request, **kwargs)
+        except Exception as exception:
+            response = error_response(request, exception)
+        return await recorded(request, response)
+
+    run.__name__ = handler.__name__
+    return run
+
+
 def setup_routes(app: Sanic) -> None:
     for path, handler, needs_token in ROUTES:
         wrapped = authenticated(handler) if needs_token else handler
-        app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)
+        app.add_route(ledgered(wrapped), path, methods=METHODS, name=handler.__name__)
 
 
 # -- the ledger --------------------------------------------------------------------------------
@@ -505,7 +529,7 @@ def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -
     body = response.body or b""
     sent = b"" if request.method == "HEAD" or response.status == 304 else body
     return LedgerEntry(
-        ts=utc_timestamp(datetime.now(UTC)),
+        ts=utc_now_text(),
         x_request_id=x_request_id(request),
         request_id=getattr(request.ctx, "body_request_id", None),
         sha256=sent_digest(request, sent),
@@ -520,23 +544,23 @@ def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -
     )
 
 
-def setup_ledger(app: Sanic) -> None:
-    @app.on_response
-    async def record(request: Request, response: HTTPResponse) -> HTTPResponse | None:
-        ledger: Ledger | None = request.app.ctx.ledger
-        if ledger is None:
-            return None
-        try:
-            token = ledger_token(request)
-            if token is None:
-                return None
-            await ledger.append(ledger_entry(request, response, token))
-        except LedgerUnavailable as error:
-            error_logger.error("%s; answering 503", error)
-        except Exception:
-            error_logger.exception("ledger entry failed on %s %s", request.method, request.path)
-        else:
-            return None
-        unavailable = NotReady("The request ledger is unavailable.")
-        body = unavailable.body(x_request_id(request))
-        return send(request, body, status=unavailable.status)
+async def recorded(request: Request, response: HTTPResponse) -> HTTPResponse:
+    """``response`` once the ledger holds it on disk (DECISIONS 5), when the request carried a
+    valid token; a 503 instead when the ledger cannot be written."""
+    ledger: Ledger | None = request.app.ctx.ledger
+    if ledger is None:
+        return response
+    try:
+        token = ledger_token(request)
+        if token is None:
+            return response
+        await ledger.append(ledger_entry(request, response, token))
+    except LedgerUnavailable as error:
+        error_logger.error("%s; answering 503", error)
+    except Exception:
+        error_logger.exception("ledger entry failed on %s %s", request.method, request.path)
+    else:
+        return response
+    unavailable = NotReady("The request ledger is unavailable.")
+    body = unavailable.body(x_request_id(request))
+    return send(request, body, status=unavailable.status)

@@ -5,7 +5,8 @@ the ``fxev_sesion`` cookie that ``POST /signin`` sets (HttpOnly, SameSite=Strict
 over https; a session cookie holding the token, so revocation takes effect on the next request).
 A request without a valid one is sent to ``/signin`` (303) when it asks for HTML, and gets the
 API's 401 body otherwise. Every response to a valid token or cookie passes the API's rate
-limiter and lands in the ledger (``request.ctx.token``, read by ``app.ledger_token``).
+limiter and lands in the ledger (every route is wrapped in ``app.ledgered``, which reads
+``request.ctx.token``).
 
 Cross-site POSTs: the cookie is SameSite=Strict, so no other site can make the browser send it;
 ``/signin`` and ``/signout`` also refuse (403) a POST whose ``Sec-Fetch-Site`` is not
@@ -340,23 +341,16 @@ ROUTES: tuple[tuple[str, Any], ...] = (
 
 
 def setup_explorer(app: Sanic) -> None:
+    def route(handler: Any, path: str, methods: list[str], name: str, credentials: str) -> None:
+        app.add_route(
+            api.ledgered(explorer_route(handler, credentials)), path, methods=methods, name=name
+        )
+
     for path, handler in ROUTES:
-        name = f"explorer_{handler.__name__}"
-        app.add_route(explorer_route(handler), path, methods=READ_METHODS, name=name)
-    app.add_route(
-        explorer_route(signin_form, OPTIONAL), "/signin", methods=READ_METHODS, name="signin_form"
-    )
-    app.add_route(explorer_route(signin, NONE), "/signin", methods=["POST"], name="signin")
-    app.add_route(
-        explorer_route(not_allowed("GET, HEAD, POST"), NONE),
-        "/signin",
-        methods=["PUT", "DELETE", "PATCH", "OPTIONS"],
-        name="signin_other",
-    )
-    app.add_route(explorer_route(signout, OPTIONAL), "/signout", methods=["POST"], name="signout")
-    app.add_route(
-        explorer_route(not_allowed("POST"), NONE),
-        "/signout",
-        methods=["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"],
-        name="signout_other",
-    )
+        route(handler, path, READ_METHODS, f"explorer_{handler.__name__}", REQUIRED)
+    route(signin_form, "/signin", READ_METHODS, "signin_form", OPTIONAL)
+    route(signin, "/signin", ["POST"], "signin", NONE)
+    other = ["PUT", "DELETE", "PATCH", "OPTIONS"]
+    route(not_allowed("GET, HEAD, POST"), "/signin", other, "signin_other", NONE)
+    route(signout, "/signout", ["POST"], "signout", OPTIONAL)
+    route(not_allowed("POST"), "/signout", ["GET", "HEAD", *other], "signout_other", NONE)

@@ -1,15 +1,19 @@
 """The request ledger: what was sent, to whom, recorded durably before it leaves (DECISIONS 5).
 
-Each worker process appends JSON lines to its own file, opened ``O_APPEND``:
-``FXEV_HOME/ledger/<host>-<pid>-<start>.jsonl``. Appending is a group commit: responses that finish
-while a write and fsync are under way wait together for the next one, so one fsync (on a thread,
-off the event loop) covers every response of the batch; a response is released only after the fsync
-that holds its line returned. A worker killed mid-write leaves at most one torn last line, for a
-response that never left; readers skip lines that do not parse.
+Each worker process appends JSON lines to its own file, opened ``O_APPEND | O_DSYNC``:
+``FXEV_HOME/ledger/<host>-<pid>-<start>.jsonl``. With ``O_DSYNC`` a write returns once its bytes
+(and the file's new size) are on disk, so one system call is both the write and its sync.
+Appending is a group commit: responses that finish while a write is under way wait together for
+the next one, so one durable write covers every response of the batch; a response is released
+only after the write that holds its line returned. The writes run on the ledger's own thread, off
+the event loop: the loop hands it a batch (a queue put) and the thread hands the batch back
+(``call_soon_threadsafe``), one wake-up each way per batch, with nothing else shared. A worker
+killed mid-write leaves at most one torn last line, for a response that never left; readers skip
+lines that do not parse.
 
 Before each batch the file is checked to still be the one at its path (moved away or deleted:
-a new one is opened, as after log rotation). When the folder or file cannot be opened, written
-or synced, every response of the batch fails with :class:`LedgerUnavailable` and the gateway
+a new one is opened, as after log rotation). When the folder or file cannot be opened or
+written, every response of the batch fails with :class:`LedgerUnavailable` and the gateway
 answers 503 instead; the next batch tries again.
 """
 
@@ -18,7 +22,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import queue
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +70,9 @@ def worker_file_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{stamp}{SUFFIX}"
 
 
+Batch = list[tuple[bytes, "asyncio.Future[None]"]]
+
+
 class Ledger:
     """One worker's append-only ledger file with group commit."""
 
@@ -71,16 +80,23 @@ class Ledger:
         self.folder = folder
         self.path = folder / (name or worker_file_name())
         self._fd: int | None = None
-        self._pending: list[tuple[bytes, asyncio.Future[None]]] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._identity: tuple[int, int] = (0, 0)  # st_dev, st_ino of the open file
+        self._pending: Batch = []
+        self._writing = False  # a batch is with the writer thread
+        self._batches: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, Batch] | None] = (
+            queue.SimpleQueue()
+        )
+        self._writer: threading.Thread | None = None
 
-    # -- durable writes (run on a thread) ------------------------------------------------------
+    # -- durable writes (the writer thread) ----------------------------------------------------
 
     def _file(self) -> int:
-        """The open file descriptor of ``self.path``, reopened if the file was moved away."""
+        """The open file descriptor of ``self.path``, reopened if the file was moved away (one
+        ``stat`` of the path, compared with the file opened)."""
         if self._fd is not None:
             try:
-                same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
+                st = os.stat(self.path)
+                same = (st.st_dev, st.st_ino) == self._identity
             except FileNotFoundError:
                 same = False
             if same:
@@ -88,29 +104,48 @@ class Ledger:
             os.close(self._fd)
             self._fd = None
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        dir_fd = os.open(self.folder, os.O_RDONLY)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_DSYNC, 0o600)
         try:
-            os.fsync(dir_fd)  # the new file's name is durable too
-        finally:
-            os.close(dir_fd)
-        self._fd = fd
+            st = os.fstat(fd)
+            dir_fd = os.open(self.folder, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)  # the new file's name is durable too
+            finally:
+                os.close(dir_fd)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd, self._identity = fd, (st.st_dev, st.st_ino)
         return fd
 
     def write_durably(self, data: bytes) -> None:
-        """Append ``data`` and fsync; raises :class:`LedgerUnavailable` on any OS error."""
+        """Append ``data``, on disk when the write returns (``O_DSYNC``: one system call for the
+        write and its sync); raises :class:`LedgerUnavailable` on any OS error."""
         try:
             fd = self._file()
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
         except OSError as error:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
             raise LedgerUnavailable(f"ledger {self.path}: {error}") from error
+
+    def _write_batches(self) -> None:
+        """The writer thread: each batch written and synced, then handed back to its loop."""
+        while (handed := self._batches.get()) is not None:
+            loop, batch = handed
+            failure: LedgerUnavailable | None = None
+            try:
+                self.write_durably(b"".join(line for line, _ in batch))
+            except LedgerUnavailable as error:
+                failure = error
+            try:
+                loop.call_soon_threadsafe(self._written, loop, batch, failure)
+            except RuntimeError:  # that loop is closed: nobody waits for this batch any more
+                self._writing = False
 
     # -- group commit (event loop) -------------------------------------------------------------
 
@@ -119,31 +154,41 @@ class Ledger:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((entry.line(), done))
-        if self._flusher is None:
-            self._flusher = loop.create_task(self._flush())
+        if not self._writing:
+            self._hand_over(loop)
         await done
 
-    async def _flush(self) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                try:
-                    await loop.run_in_executor(
-                        None, self.write_durably, b"".join(line for line, _ in batch)
-                    )
-                except LedgerUnavailable as error:
-                    for _, done in batch:
-                        if not done.done():
-                            done.set_exception(error)
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Give every pending line to the writer thread (started on first use)."""
+        if self._writer is None:
+            self._writer = threading.Thread(
+                target=self._write_batches, name="fxev-ledger", daemon=True
+            )
+            self._writer.start()
+        batch, self._pending = self._pending, []
+        self._writing = True
+        self._batches.put((loop, batch))
+
+    def _written(
+        self, loop: asyncio.AbstractEventLoop, batch: Batch, failure: LedgerUnavailable | None
+    ) -> None:
+        """On the loop: release the batch's responses, and hand over what arrived meanwhile."""
+        for _, done in batch:
+            if not done.done():
+                if failure is None:
+                    done.set_result(None)
                 else:
-                    for _, done in batch:
-                        if not done.done():
-                            done.set_result(None)
-        finally:
-            self._flusher = None
+                    done.set_exception(failure)
+        self._writing = False
+        if self._pending:
+            self._hand_over(loop)
 
     def close(self) -> None:
+        """Stop the writer thread (after the batch it holds) and close the file."""
+        if self._writer is not None:
+            self._batches.put(None)
+            self._writer.join()
+            self._writer = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
