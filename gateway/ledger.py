@@ -1,8 +1,13 @@
 """The request ledger: what was sent, to whom, recorded durably before it leaves (DECISIONS 5).
 
-Each worker process appends JSON lines to its own file, opened ``O_APPEND | O_DSYNC``:
+Each worker process appends JSON lines to its own file, opened ``O_DSYNC``:
 ``FXEV_HOME/ledger/<host>-<pid>-<start>.jsonl``. With ``O_DSYNC`` a write returns once its bytes
-(and the file's new size) are on disk, so one system call is both the write and its sync.
+are on disk, so one system call is both the write and its sync. The file is written ahead with
+zeros, a megabyte at a time, and lines are written over them at the end of the last line: a
+write that does not change the file's size or allocate blocks needs no journal commit, which
+makes each sync about a third cheaper. So a running or killed worker's file ends in zero bytes
+after its last line (readers stop at a line without its newline); a worker that stops cuts its
+file at its last line.
 Appending is a group commit: responses that finish while a write is under way wait together for
 the next one, so one durable write covers every response of the batch; a response is released
 only after the write that holds its line returned. The writes run on the ledger's own thread, off
@@ -20,6 +25,7 @@ answers 503 instead; the next batch tries again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import queue
@@ -34,6 +40,7 @@ import orjson
 
 LEDGER_DIR = "ledger"
 SUFFIX = ".jsonl"
+ZEROED_AHEAD = 1 << 20  # bytes of zeros written past the last line, a megabyte at a time
 
 
 class LedgerUnavailable(Exception):
@@ -81,6 +88,8 @@ class Ledger:
         self.path = folder / (name or worker_file_name())
         self._fd: int | None = None
         self._identity: tuple[int, int] = (0, 0)  # st_dev, st_ino of the open file
+        self._end = 0  # where the next line goes: just after the last one
+        self._zeroed = 0  # the file's size: zeros from _end to here
         self._pending: Batch = []
         self._writing = False  # a batch is with the writer thread
         self._batches: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, Batch] | None] = (
@@ -101,12 +110,15 @@ class Ledger:
                 same = False
             if same:
                 return self._fd
-            os.close(self._fd)
-            self._fd = None
+            self._close_file()  # moved away (rotated): cut at its last line, as on stop
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_DSYNC, 0o600)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_DSYNC, 0o600)
         try:
             st = os.fstat(fd)
+            self._end = end_of_lines(fd, st.st_size)
+            if st.st_size > self._end:  # a torn line, or zeros: cleared, to be written over
+                os.pwrite(fd, bytes(st.st_size - self._end), self._end)
+            self._zeroed = st.st_size
             dir_fd = os.open(self.folder, os.O_RDONLY)
             try:
                 os.fsync(dir_fd)  # the new file's name is durable too
@@ -119,14 +131,16 @@ class Ledger:
         return fd
 
     def write_durably(self, data: bytes) -> None:
-        """Append ``data``, on disk when the write returns (``O_DSYNC``: one system call for the
-        write and its sync); raises :class:`LedgerUnavailable` on any OS error."""
+        """Write ``data`` after the last line, on disk when the write returns; raises
+        :class:`LedgerUnavailable` on any OS error."""
         try:
             fd = self._file()
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            if self._end + len(data) > self._zeroed:
+                grow = max(ZEROED_AHEAD, self._end + len(data) - self._zeroed)
+                write_all(fd, bytes(grow), self._zeroed)
+                self._zeroed += grow
+            write_all(fd, data, self._end)
+            self._end += len(data)
         except OSError as error:
             if self._fd is not None:
                 os.close(self._fd)
@@ -189,9 +203,32 @@ class Ledger:
             self._batches.put(None)
             self._writer.join()
             self._writer = None
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close_file()
+
+    def _close_file(self) -> None:
+        """Cut the file at its last line (readers skip the zeros if this fails) and close it."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._end)
+            os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+
+
+def write_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def end_of_lines(fd: int, size: int) -> int:
+    """Where the file's last complete line ends (0 if it has none)."""
+    if size == 0:
+        return 0
+    data = os.pread(fd, size, 0)
+    return data.rfind(b"\n", 0, len(data.rstrip(b"\0"))) + 1
 
 
 # -- reading (``fxev requests show``) ----------------------------------------------------------

@@ -36,9 +36,15 @@ def test_concurrent_appends_share_durable_writes_and_all_land(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ledger = Ledger(tmp_path / "ledger", "w.jsonl")
-    writes: list[int] = []
-    real_write = os.write
-    monkeypatch.setattr(os, "write", lambda fd, data: (writes.append(fd), real_write(fd, data))[1])
+    writes: list[int] = []  # the writes of lines, not of zeros ahead of them
+    real_pwrite = os.pwrite
+
+    def pwrite(fd: int, data: bytes, offset: int) -> int:
+        if any(data):
+            writes.append(fd)
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
 
     async def run() -> None:
         await asyncio.gather(*(ledger.append(entry(n)) for n in range(200)))
@@ -116,3 +122,37 @@ def test_entry_line_is_one_json_object_with_every_field_in_declaration_order() -
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert orjson.loads(line) == dataclasses.asdict(entry(7, "rid"))
     assert list(orjson.loads(line)) == [f.name for f in dataclasses.fields(LedgerEntry)]
+
+
+def test_lines_go_over_zeros_written_ahead_and_a_stopped_ledger_cuts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gateway.ledger.ZEROED_AHEAD", 1000)  # grows several times below
+    folder = tmp_path / "ledger"
+    ledger = Ledger(folder, "w.jsonl")
+    lines = [entry(n).line() for n in range(12)]
+
+    async def run() -> None:
+        for n in range(12):
+            await ledger.append(entry(n))
+
+    asyncio.run(run())
+    running = (folder / "w.jsonl").read_bytes()
+    assert running.startswith(b"".join(lines))
+    assert set(running[len(b"".join(lines)) :]) <= {0}  # zeros ahead, or nothing
+    assert [e["x_request_id"] for e in read_entries(folder)] == [
+        str(uuid.UUID(int=n)) for n in range(12)
+    ]
+    ledger.close()
+    assert (folder / "w.jsonl").read_bytes() == b"".join(lines)
+
+
+def test_a_reopened_file_goes_on_after_its_last_whole_line(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    folder.mkdir()
+    killed = entry(1).line() + entry(2).line()[:30] + bytes(500)  # torn, then zeros ahead
+    (folder / "w.jsonl").write_bytes(killed)
+    ledger = Ledger(folder, "w.jsonl")
+    asyncio.run(ledger.append(entry(3)))
+    ledger.close()
+    assert (folder / "w.jsonl").read_bytes() == entry(1).line() + entry(3).line()
