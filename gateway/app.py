@@ -1,11 +1,11 @@
 """Sanic wiring: ``create_app(settings)`` assembled from small ``setup_*`` functions.
 
 Every handler follows DECISIONS 9: route -> authentication -> rate limit -> parameters -> data.
-Bodies are stored bytes plus the envelope, sent with ``sanic.response.raw``. Every response to a
-valid token is recorded in the worker's ledger before it leaves: every route is wrapped in
-:func:`ledgered`, and the errors raised before any route ran pass :func:`recorded` in the error
-handler (no response middleware: Sanic's middleware machinery costs a share of every request).
-When the ledger cannot be written the response is replaced by a 503.
+Bodies are stored bytes plus the envelope, sent as they are (:class:`BytesResponse`). Every
+response to a valid token is recorded in the worker's ledger before it leaves: every route is
+wrapped in :func:`ledgered`, and the errors raised before any route ran pass :func:`recorded` in
+the error handler (no response middleware: Sanic's middleware machinery costs a share of every
+request). When the ledger cannot be written the response is replaced by a 503.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from sanic import Request, Sanic
 from sanic import exceptions as sanic_exceptions
 from sanic.log import error_logger
-from sanic.response import HTTPResponse, raw
+from sanic.response import HTTPResponse
 
 from builder.alerts import AlertStore
 from builder.business_days import today_in_lima
@@ -44,6 +44,7 @@ from gateway.freshness import frescura, freshness_entry
 from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, ledger_folder
 from gateway.published import Published, PublishedView
 from gateway.ratelimit import Limits, RateLimiter
+from gateway.response import BytesResponse
 from gateway.stamps import fresh_request_id, utc_now_text
 from tokens.cache import CachedTokenCheck
 from tokens.store import TokenRecord, TokenStore
@@ -139,7 +140,7 @@ def send(
         body_request_id = x_request_id(request)
     request.ctx.body_request_id = body_request_id
     request.ctx.known_digest = None if body_sha256 is None else (body, body_sha256)
-    return raw(body, status=status, headers=merged, content_type=content_type)
+    return BytesResponse(body, status=status, headers=merged, content_type=content_type)
 
 
 def etag_matches(request: Request, etag: str) -> bool:
@@ -451,14 +452,10 @@ async def health_freshness(request: Request) -> HTTPResponse:
 # -- routes ------------------------------------------------------------------------------------
 
 
-def authenticated(handler: Handler) -> Handler:
-    async def run(request: Request, **kwargs: str) -> HTTPResponse:
-        authenticate(request)
-        limit_rate(request)
-        return await handler(request, **kwargs)
-
-    run.__name__ = handler.__name__
-    return run
+def admit(request: Request) -> None:
+    """The steps before every authenticated handler: the token (401), then its limits (429)."""
+    authenticate(request)
+    limit_rate(request)
 
 
 ROUTES: tuple[tuple[str, Handler, bool], ...] = (
@@ -477,11 +474,14 @@ ROUTES: tuple[tuple[str, Handler, bool], ...] = (
 )
 
 
-def ledgered(handler: Handler) -> Handler:
-    """Every route's outermost step: its answer, or its error's, recorded before it leaves."""
+def ledgered(handler: Handler, gate: Callable[[Request], None] | None = None) -> Handler:
+    """Every route: ``gate`` (if any) then the handler; its answer, or its error's, recorded
+    before it leaves. One coroutine per request, whatever the steps."""
 
     async def run(request: Request, **kwargs: str) -> HTTPResponse:
         try:
+            if gate is not None:
+                gate(request)
             response = await handler(request, **kwargs)
         except Exception as exception:
             response = error_response(request, exception)
@@ -493,8 +493,8 @@ def ledgered(handler: Handler) -> Handler:
 
 def setup_routes(app: Sanic) -> None:
     for path, handler, needs_token in ROUTES:
-        wrapped = authenticated(handler) if needs_token else handler
-        app.add_route(ledgered(wrapped), path, methods=METHODS, name=handler.__name__)
+        wrapped = ledgered(handler, admit if needs_token else None)
+        app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)
 
 
 # -- the ledger --------------------------------------------------------------------------------

@@ -96,6 +96,7 @@ class Ledger:
             queue.SimpleQueue()
         )
         self._writer: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the worker's, asked for once
 
     # -- durable writes (the writer thread) ----------------------------------------------------
 
@@ -165,7 +166,9 @@ class Ledger:
 
     async def append(self, entry: LedgerEntry) -> None:
         """Record ``entry``; returns once it is on disk. Raises :class:`LedgerUnavailable`."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or loop.is_closed():  # (a test may run several loops in turn)
+            loop = self._loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((entry.line(), done))
         if not self._writing:
