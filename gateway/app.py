@@ -97,6 +97,8 @@ def setup_stores(app: Sanic) -> None:
         limits = Limits(settings.rate_limit_per_min, settings.rate_limit_per_day)
         app.ctx.limiter = RateLimiter.open(settings.home, limits)
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None
+        if app.ctx.ledger is not None:
+            app.ctx.ledger.start()  # its writer process, warm before the first request
 
     @app.after_server_stop
     async def close_stores(app: Sanic) -> None:

@@ -1,25 +1,18 @@
 """The request ledger: what was sent, to whom, recorded durably before it leaves (DECISIONS 5).
 
-Each worker process appends JSON lines to its own file, opened ``O_DSYNC``:
-``FXEV_HOME/ledger/<host>-<pid>-<start>.jsonl``. With ``O_DSYNC`` a write returns once its bytes
-are on disk, so one system call is both the write and its sync. The file is written ahead with
-zeros, a megabyte at a time, and lines are written over them at the end of the last line: a
-write that does not change the file's size or allocate blocks needs no journal commit, which
-makes each sync about a third cheaper. So a running or killed worker's file ends in zero bytes
-after its last line (readers stop at a line without its newline); a worker that stops cuts its
-file at its last line.
-Appending is a group commit: responses that finish while a write is under way wait together for
-the next one, so one durable write covers every response of the batch; a response is released
-only after the write that holds its line returned. The writes run on the ledger's own thread, off
-the event loop: the loop hands it a batch (a queue put) and the thread hands the batch back
-(``call_soon_threadsafe``), one wake-up each way per batch, with nothing else shared. A worker
-killed mid-write leaves at most one torn last line, for a response that never left; readers skip
-lines that do not parse.
+Each worker process records JSON lines in its own file,
+``FXEV_HOME/ledger/<host>-<pid>-<start>.jsonl``, through a writer process of its own
+(:mod:`gateway.ledger_writer`, which says how the file is written and why in a separate process).
+Recording is a group commit: the responses that finish while a batch is being written wait together
+for the next one, so one durable write covers every response of a batch, and a response is
+released only when the writer has answered that the batch holding its line is on disk. The event
+loop sends a batch down a pipe and learns of its answer from another (``add_reader``): no thread,
+no lock shared with the writer.
 
-Before each batch the file is checked to still be the one at its path (moved away or deleted:
-a new one is opened, as after log rotation). When the folder or file cannot be opened or
-written, every response of the batch fails with :class:`LedgerUnavailable` and the gateway
-answers 503 instead; the next batch tries again.
+A worker killed mid-write leaves at most one torn last line, for a response that never left;
+readers skip lines that do not end in a newline (and so the zeros written ahead of the last line).
+When the writer cannot write a batch, or has died (it is started again for the next batch), every
+response of that batch fails with :class:`LedgerUnavailable` and the gateway answers 503 instead.
 """
 
 from __future__ import annotations
@@ -27,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import fcntl
 import os
-import queue
 import socket
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,9 +32,10 @@ from typing import Any
 
 import orjson
 
+from gateway.ledger_writer import FRAME
+
 LEDGER_DIR = "ledger"
 SUFFIX = ".jsonl"
-ZEROED_AHEAD = 1 << 20  # bytes of zeros written past the last line, a megabyte at a time
 
 
 class LedgerUnavailable(Exception):
@@ -78,89 +73,66 @@ def worker_file_name() -> str:
 
 
 Batch = list[tuple[bytes, "asyncio.Future[None]"]]
+PIPE_BYTES = 1 << 20  # asked of the kernel for the pipe to the writer: a batch rarely waits
 
 
 class Ledger:
-    """One worker's append-only ledger file with group commit."""
+    """One worker's ledger: group commit over its writer process."""
 
     def __init__(self, folder: Path, name: str | None = None) -> None:
         self.folder = folder
         self.path = folder / (name or worker_file_name())
-        self._fd: int | None = None
-        self._identity: tuple[int, int] = (0, 0)  # st_dev, st_ino of the open file
-        self._end = 0  # where the next line goes: just after the last one
-        self._zeroed = 0  # the file's size: zeros from _end to here
         self._pending: Batch = []
-        self._writing = False  # a batch is with the writer thread
-        self._batches: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, Batch] | None] = (
-            queue.SimpleQueue()
+        self._in_flight: Batch | None = None  # the batch the writer is writing
+        self._writer: subprocess.Popen[bytes] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._unsent = bytearray()  # what the pipe to the writer has not taken yet
+        self._replies = bytearray()
+        self.batches = 0  # batches handed to the writer so far
+
+    # -- the writer process --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the writer now, on the running loop (else it starts with the first batch)."""
+        self._ensure_writer(asyncio.get_running_loop())
+
+    def _ensure_writer(self, loop: asyncio.AbstractEventLoop) -> subprocess.Popen[bytes]:
+        if self._writer is not None and self._loop is loop:
+            return self._writer
+        self._stop_writer()
+        writer = subprocess.Popen(
+            [sys.executable, "-m", "gateway.ledger_writer", str(self.path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
         )
-        self._writer: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None  # the worker's, asked for once
+        assert writer.stdin is not None and writer.stdout is not None
+        with contextlib.suppress(OSError):  # a larger pipe where the kernel allows it
+            fcntl.fcntl(writer.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        os.set_blocking(writer.stdin.fileno(), False)
+        loop.add_reader(writer.stdout.fileno(), self._on_replies)
+        self._writer, self._loop = writer, loop
+        return writer
 
-    # -- durable writes (the writer thread) ----------------------------------------------------
-
-    def _file(self) -> int:
-        """The open file descriptor of ``self.path``, reopened if the file was moved away (one
-        ``stat`` of the path, compared with the file opened)."""
-        if self._fd is not None:
-            try:
-                st = os.stat(self.path)
-                same = (st.st_dev, st.st_ino) == self._identity
-            except FileNotFoundError:
-                same = False
-            if same:
-                return self._fd
-            self._close_file()  # moved away (rotated): cut at its last line, as on stop
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_DSYNC, 0o600)
+    def _stop_writer(self) -> None:
+        """Close the pipe to the writer (it writes what it has, cuts its file, exits); wait."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        assert writer.stdin is not None and writer.stdout is not None
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(writer.stdout.fileno())
+            loop.remove_writer(writer.stdin.fileno())
+        writer.stdin.close()
+        writer.stdout.close()
         try:
-            st = os.fstat(fd)
-            self._end = end_of_lines(fd, st.st_size)
-            if st.st_size > self._end:  # a torn line, or zeros: cleared, to be written over
-                os.pwrite(fd, bytes(st.st_size - self._end), self._end)
-            self._zeroed = st.st_size
-            dir_fd = os.open(self.folder, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)  # the new file's name is durable too
-            finally:
-                os.close(dir_fd)
-        except OSError:
-            os.close(fd)
-            raise
-        self._fd, self._identity = fd, (st.st_dev, st.st_ino)
-        return fd
-
-    def write_durably(self, data: bytes) -> None:
-        """Write ``data`` after the last line, on disk when the write returns; raises
-        :class:`LedgerUnavailable` on any OS error."""
-        try:
-            fd = self._file()
-            if self._end + len(data) > self._zeroed:
-                grow = max(ZEROED_AHEAD, self._end + len(data) - self._zeroed)
-                write_all(fd, bytes(grow), self._zeroed)
-                self._zeroed += grow
-            write_all(fd, data, self._end)
-            self._end += len(data)
-        except OSError as error:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
-            raise LedgerUnavailable(f"ledger {self.path}: {error}") from error
-
-    def _write_batches(self) -> None:
-        """The writer thread: each batch written and synced, then handed back to its loop."""
-        while (handed := self._batches.get()) is not None:
-            loop, batch = handed
-            failure: LedgerUnavailable | None = None
-            try:
-                self.write_durably(b"".join(line for line, _ in batch))
-            except LedgerUnavailable as error:
-                failure = error
-            try:
-                loop.call_soon_threadsafe(self._written, loop, batch, failure)
-            except RuntimeError:  # that loop is closed: nobody waits for this batch any more
-                self._writing = False
+            writer.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            writer.kill()
+            writer.wait()
+        self._unsent.clear()
+        self._replies.clear()
 
     # -- group commit (event loop) -------------------------------------------------------------
 
@@ -168,70 +140,85 @@ class Ledger:
         """Record ``entry``; returns once it is on disk. Raises :class:`LedgerUnavailable`."""
         loop = self._loop
         if loop is None or loop.is_closed():  # (a test may run several loops in turn)
-            loop = self._loop = asyncio.get_running_loop()
+            loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((entry.line(), done))
-        if not self._writing:
+        if self._in_flight is None:
             self._hand_over(loop)
         await done
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Give every pending line to the writer thread (started on first use)."""
-        if self._writer is None:
-            self._writer = threading.Thread(
-                target=self._write_batches, name="fxev-ledger", daemon=True
-            )
-            self._writer.start()
+        """Send every pending line to the writer as one batch."""
         batch, self._pending = self._pending, []
-        self._writing = True
-        self._batches.put((loop, batch))
+        self._in_flight = batch
+        self.batches += 1
+        data = b"".join(line for line, _ in batch)
+        try:
+            self._ensure_writer(loop)
+            self._unsent += FRAME.pack(len(data)) + data
+            self._send_unsent()
+        except OSError as error:
+            self._writer_lost(f"cannot reach the ledger writer: {error}")
 
-    def _written(
-        self, loop: asyncio.AbstractEventLoop, batch: Batch, failure: LedgerUnavailable | None
-    ) -> None:
-        """On the loop: release the batch's responses, and hand over what arrived meanwhile."""
-        for _, done in batch:
+    def _send_unsent(self) -> None:
+        """Write what the pipe takes now; the loop calls again when it takes more."""
+        writer = self._writer
+        if writer is None or self._loop is None:
+            return
+        assert writer.stdin is not None
+        fd = writer.stdin.fileno()
+        try:
+            sent = os.write(fd, self._unsent)
+        except BlockingIOError:
+            sent = 0
+        except OSError as error:  # the writer is gone
+            self._writer_lost(f"the ledger writer is gone: {error}")
+            return
+        del self._unsent[:sent]
+        if self._unsent:
+            self._loop.add_writer(fd, self._send_unsent)
+        else:
+            self._loop.remove_writer(fd)
+
+    def _on_replies(self) -> None:
+        """The writer answered: release the batch it wrote (or fail it)."""
+        writer = self._writer
+        if writer is None:
+            return
+        assert writer.stdout is not None
+        try:
+            data = os.read(writer.stdout.fileno(), 4096)
+        except OSError:
+            data = b""
+        if not data:
+            self._writer_lost(f"the ledger writer exited ({writer.poll()})")
+            return
+        self._replies += data
+        while (end := self._replies.find(b"\n")) >= 0:
+            reply = bytes(self._replies[:end])
+            del self._replies[: end + 1]
+            failure = None if reply == b"+" else LedgerUnavailable(reply[1:].decode())
+            self._release(failure)
+
+    def _writer_lost(self, reason: str) -> None:
+        """The writer died or cannot be reached: fail the batch it had; the next starts anew."""
+        self._stop_writer()
+        self._release(LedgerUnavailable(reason))
+
+    def _release(self, failure: LedgerUnavailable | None) -> None:
+        batch, self._in_flight = self._in_flight, None
+        for _, done in batch or ():
             if not done.done():
                 if failure is None:
                     done.set_result(None)
                 else:
                     done.set_exception(failure)
-        self._writing = False
-        if self._pending:
-            self._hand_over(loop)
+        if self._pending and self._loop is not None and not self._loop.is_closed():
+            self._hand_over(self._loop)
 
     def close(self) -> None:
-        """Stop the writer thread (after the batch it holds) and close the file."""
-        if self._writer is not None:
-            self._batches.put(None)
-            self._writer.join()
-            self._writer = None
-        self._close_file()
-
-    def _close_file(self) -> None:
-        """Cut the file at its last line (readers skip the zeros if this fails) and close it."""
-        if self._fd is None:
-            return
-        with contextlib.suppress(OSError):
-            os.ftruncate(self._fd, self._end)
-            os.fsync(self._fd)
-        os.close(self._fd)
-        self._fd = None
-
-
-def write_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view, offset = view[written:], offset + written
-
-
-def end_of_lines(fd: int, size: int) -> int:
-    """Where the file's last complete line ends (0 if it has none)."""
-    if size == 0:
-        return 0
-    data = os.pread(fd, size, 0)
-    return data.rfind(b"\n", 0, len(data.rstrip(b"\0"))) + 1
+        """Stop the writer, once it has written what it was sent."""
+        self._stop_writer()
 
 
 # -- reading (``fxev requests show``) ----------------------------------------------------------

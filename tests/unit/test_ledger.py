@@ -1,4 +1,5 @@
-"""The ledger on its own: group commit, reading back, torn lines, rotation, an unwritable folder."""
+"""The ledger on its own: the writer's file (zeros ahead, torn lines, rotation, errors), the group
+commit over a real writer process, and reading entries back."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import dataclasses
 import fcntl
 import os
+import signal
 import uuid
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import orjson
 import pytest
 
 from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, find_entries, read_entries
+from gateway.ledger_writer import LedgerFile
 
 
 def entry(n: int, request_id: str | None = None) -> LedgerEntry:
@@ -32,32 +35,138 @@ def entry(n: int, request_id: str | None = None) -> LedgerEntry:
     )
 
 
-def test_concurrent_appends_share_durable_writes_and_all_land(
+def lines(*numbers: int) -> bytes:
+    return b"".join(entry(n).line() for n in numbers)
+
+
+def ids(*numbers: int) -> list[str]:
+    return [str(uuid.UUID(int=n)) for n in numbers]
+
+
+# -- the writer's file ---------------------------------------------------------------------------
+
+
+def test_the_file_is_synchronous_and_lines_go_over_zeros_written_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("gateway.ledger_writer.ZEROED_AHEAD", 1000)  # grows several times below
+    folder = tmp_path / "ledger"
+    file = LedgerFile(folder / "w.jsonl")
+    for n in range(12):
+        file.write(lines(n))
+    assert fcntl.fcntl(file._fd, fcntl.F_GETFL) & os.O_DSYNC  # each write is its own sync
+    running = (folder / "w.jsonl").read_bytes()
+    assert running.startswith(lines(*range(12)))
+    assert set(running[len(lines(*range(12))) :]) == {0}  # zeros ahead
+    assert [e["x_request_id"] for e in read_entries(folder)] == ids(*range(12))
+    file.close()
+    assert (folder / "w.jsonl").read_bytes() == lines(*range(12))  # cut at its last line
+
+
+def test_a_reopened_file_goes_on_after_its_last_whole_line(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_bytes(lines(1) + entry(2).line()[:30] + bytes(500))  # killed: torn, zeros ahead
+    file = LedgerFile(path)
+    file.write(lines(3))
+    file.close()
+    assert path.read_bytes() == lines(1, 3)
+
+
+def test_a_moved_file_is_cut_and_followed_by_a_new_one(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    file = LedgerFile(folder / "w.jsonl")
+    file.write(lines(1))
+    (folder / "w.jsonl").rename(tmp_path / "rotated.jsonl")
+    file.write(lines(2))
+    file.close()
+    assert (tmp_path / "rotated.jsonl").read_bytes() == lines(1)
+    assert (folder / "w.jsonl").read_bytes() == lines(2)
+
+
+def test_a_failed_write_raises_and_the_next_one_tries_again(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    folder.write_bytes(b"a file where the folder should be")
+    file = LedgerFile(folder / "w.jsonl")
+    with pytest.raises(OSError):
+        file.write(lines(1))
+    folder.unlink()
+    file.write(lines(2))
+    file.close()
+    assert (folder / "w.jsonl").read_bytes() == lines(2)
+
+
+def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    folder.mkdir()
+    (folder / "killed.jsonl").write_bytes(lines(1) + entry(2).line()[:40])
+    (folder / "junk.jsonl").write_bytes(b"not json\n[1,2]\n")
+    assert [e["x_request_id"] for e in read_entries(folder)] == ids(1)
+
+
+# -- group commit over the writer process --------------------------------------------------------
+
+
+def test_concurrent_appends_share_batches_and_all_land(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "ledger", "w.jsonl")
-    writes: list[int] = []  # the writes of lines, not of zeros ahead of them
-    real_pwrite = os.pwrite
-
-    def pwrite(fd: int, data: bytes, offset: int) -> int:
-        if any(data):
-            writes.append(fd)
-        return real_pwrite(fd, data, offset)
-
-    monkeypatch.setattr(os, "pwrite", pwrite)
 
     async def run() -> None:
         await asyncio.gather(*(ledger.append(entry(n)) for n in range(200)))
+        ledger.close()
 
     asyncio.run(run())
-    flags = fcntl.fcntl(ledger._fd, fcntl.F_GETFL)
-    ledger.close()
-    assert flags & os.O_DSYNC  # each write is on disk when it returns: the write is the sync
-    lines = (tmp_path / "ledger" / "w.jsonl").read_bytes().splitlines()
-    assert sorted(orjson.loads(line)["x_request_id"] for line in lines) == sorted(
-        str(uuid.UUID(int=n)) for n in range(200)
+    assert sorted(e["x_request_id"] for e in read_entries(tmp_path / "ledger")) == sorted(
+        ids(*range(200))
     )
-    assert 1 <= len(writes) < 200  # grouped: far fewer durable writes than entries
+    assert 1 <= ledger.batches < 200  # grouped: far fewer batches than entries
+    assert (tmp_path / "ledger" / "w.jsonl").read_bytes().endswith(b"\n")  # cut when it stopped
+
+
+def test_an_unwritable_ledger_fails_every_waiting_response_then_recovers(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    folder.write_bytes(b"a file where the folder should be")
+    ledger = Ledger(folder, "w.jsonl")
+
+    async def run() -> list[BaseException | None]:
+        failed = await asyncio.gather(
+            *(ledger.append(entry(n)) for n in range(5)), return_exceptions=True
+        )
+        folder.unlink()
+        await ledger.append(entry(9))
+        ledger.close()
+        return failed
+
+    failed = asyncio.run(run())
+    assert all(isinstance(result, LedgerUnavailable) for result in failed)
+    assert "ledger" in str(failed[0])
+    assert [e["x_request_id"] for e in read_entries(folder)] == ids(9)
+
+
+def test_a_killed_writer_fails_its_batch_and_the_next_batch_starts_another(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "ledger"
+    ledger = Ledger(folder, "w.jsonl")
+
+    async def run() -> BaseException | None:
+        await ledger.append(entry(1))
+        assert ledger._writer is not None
+        first_writer = ledger._writer
+        os.kill(first_writer.pid, signal.SIGKILL)
+        first_writer.wait()
+        try:
+            await ledger.append(entry(2))
+        except LedgerUnavailable as error:
+            failure: BaseException | None = error
+        else:
+            failure = None
+        await ledger.append(entry(3))
+        assert ledger._writer is not first_writer
+        ledger.close()
+        return failure
+
+    failure = asyncio.run(run())
+    assert isinstance(failure, LedgerUnavailable)
+    assert [e["x_request_id"] for e in read_entries(folder)] == ids(1, 3)
 
 
 def test_find_entries_by_either_id_oldest_first(tmp_path: Path) -> None:
@@ -69,52 +178,14 @@ def test_find_entries_by_either_id_oldest_first(tmp_path: Path) -> None:
         await second.append(entry(3, deterministic))
         await first.append(entry(1, deterministic))
         await first.append(entry(2, None))
+        first.close()
+        second.close()
 
     asyncio.run(run())
     found = find_entries(folder, deterministic.upper())
-    assert [e["x_request_id"] for e in found] == [str(uuid.UUID(int=n)) for n in (1, 3)]
-    assert [e["x_request_id"] for e in find_entries(folder, str(uuid.UUID(int=2)))] == [
-        str(uuid.UUID(int=2))
-    ]
+    assert [e["x_request_id"] for e in found] == ids(1, 3)
+    assert [e["x_request_id"] for e in find_entries(folder, str(uuid.UUID(int=2)))] == ids(2)
     assert find_entries(folder, "nothing") == []
-
-
-def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
-    folder = tmp_path / "ledger"
-    folder.mkdir()
-    whole = entry(1).line()
-    (folder / "killed.jsonl").write_bytes(whole + entry(2).line()[:40])
-    (folder / "junk.jsonl").write_bytes(b"not json\n[1,2]\n")
-    assert [e["x_request_id"] for e in read_entries(folder)] == [str(uuid.UUID(int=1))]
-
-
-def test_a_moved_file_is_followed_by_a_new_one(tmp_path: Path) -> None:
-    folder = tmp_path / "ledger"
-    ledger = Ledger(folder, "w.jsonl")
-    asyncio.run(ledger.append(entry(1)))
-    (folder / "w.jsonl").rename(tmp_path / "rotated.jsonl")
-    asyncio.run(ledger.append(entry(2)))
-    ledger.close()
-    assert len((tmp_path / "rotated.jsonl").read_bytes().splitlines()) == 1
-    assert len((folder / "w.jsonl").read_bytes().splitlines()) == 1
-
-
-def test_an_unwritable_ledger_fails_every_waiting_response_then_recovers(tmp_path: Path) -> None:
-    folder = tmp_path / "ledger"
-    folder.write_bytes(b"a file where the folder should be")
-    ledger = Ledger(folder, "w.jsonl")
-
-    async def run() -> list[BaseException | None]:
-        return await asyncio.gather(
-            *(ledger.append(entry(n)) for n in range(5)), return_exceptions=True
-        )
-
-    results = asyncio.run(run())
-    assert all(isinstance(result, LedgerUnavailable) for result in results)
-    folder.unlink()
-    asyncio.run(ledger.append(entry(9)))
-    ledger.close()
-    assert [e["x_request_id"] for e in read_entries(folder)] == [str(uuid.UUID(int=9))]
 
 
 def test_entry_line_is_one_json_object_with_every_field_in_declaration_order() -> None:
@@ -122,37 +193,3 @@ def test_entry_line_is_one_json_object_with_every_field_in_declaration_order() -
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert orjson.loads(line) == dataclasses.asdict(entry(7, "rid"))
     assert list(orjson.loads(line)) == [f.name for f in dataclasses.fields(LedgerEntry)]
-
-
-def test_lines_go_over_zeros_written_ahead_and_a_stopped_ledger_cuts_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("gateway.ledger.ZEROED_AHEAD", 1000)  # grows several times below
-    folder = tmp_path / "ledger"
-    ledger = Ledger(folder, "w.jsonl")
-    lines = [entry(n).line() for n in range(12)]
-
-    async def run() -> None:
-        for n in range(12):
-            await ledger.append(entry(n))
-
-    asyncio.run(run())
-    running = (folder / "w.jsonl").read_bytes()
-    assert running.startswith(b"".join(lines))
-    assert set(running[len(b"".join(lines)) :]) <= {0}  # zeros ahead, or nothing
-    assert [e["x_request_id"] for e in read_entries(folder)] == [
-        str(uuid.UUID(int=n)) for n in range(12)
-    ]
-    ledger.close()
-    assert (folder / "w.jsonl").read_bytes() == b"".join(lines)
-
-
-def test_a_reopened_file_goes_on_after_its_last_whole_line(tmp_path: Path) -> None:
-    folder = tmp_path / "ledger"
-    folder.mkdir()
-    killed = entry(1).line() + entry(2).line()[:30] + bytes(500)  # torn, then zeros ahead
-    (folder / "w.jsonl").write_bytes(killed)
-    ledger = Ledger(folder, "w.jsonl")
-    asyncio.run(ledger.append(entry(3)))
-    ledger.close()
-    assert (folder / "w.jsonl").read_bytes() == entry(1).line() + entry(3).line()

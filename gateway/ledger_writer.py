@@ -1,0 +1,175 @@
+"""``python -m gateway.ledger_writer FILE``: the process that writes one worker's ledger file.
+
+Each gateway worker starts one (:class:`gateway.ledger.Ledger`) and sends it batches of ledger
+lines over a pipe; the writer puts each batch on disk and answers, in order, one line per batch:
+``+`` once the batch is durable, or ``-`` and the reason when it could not be written. A writer in a
+process of its own shares no interpreter lock with the worker: a thread would take the lock back
+from the event loop several times per batch (after waking, after each system call), each time a
+pair of context switches, which cost more than the writes themselves.
+
+The file (:class:`LedgerFile`) is opened ``O_DSYNC``, so a write returns once its bytes are on
+disk: one system call is both the write and its sync. It is written ahead with zeros, a megabyte at
+a time, and lines are written over them at the end of the last line: a write that neither changes
+the file's size nor allocates blocks needs no journal commit, which makes each sync about a third
+cheaper. So a running (or killed) worker's file ends in zero bytes after its last line, which
+readers skip (a line without its newline); a writer that stops cuts its file at its last line.
+
+Before each batch the file is checked to still be the one at its path: moved away or deleted (log
+rotation), it is cut and closed and a new one is opened. A file that exists when opened goes on
+after its last whole line. An error (the folder cannot be made, a full disk) fails that batch only;
+the next one tries again.
+
+The writer ignores SIGINT and SIGTERM (a Ctrl-C reaches the whole process group): it stops when its
+input ends, that is when its worker closes the pipe or dies, after writing what it was sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import struct
+import sys
+from pathlib import Path
+
+ZEROED_AHEAD = 1 << 20  # bytes of zeros written past the last line, a megabyte at a time
+FRAME = struct.Struct(">I")  # each batch is sent as its length, then its bytes
+OK = b"+\n"
+
+
+class LedgerFile:
+    """One worker's ledger file: durable writes after the last line, over zeros written ahead."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.folder = path.parent
+        self._fd: int | None = None
+        self._identity: tuple[int, int] = (0, 0)  # st_dev, st_ino of the open file
+        self._end = 0  # where the next line goes: just after the last one
+        self._zeroed = 0  # the file's size: zeros from _end to here
+
+    def _file(self) -> int:
+        """The open file descriptor of ``self.path``, reopened if the file was moved away (one
+        ``stat`` of the path, compared with the file opened)."""
+        if self._fd is not None:
+            try:
+                st = os.stat(self.path)
+                same = (st.st_dev, st.st_ino) == self._identity
+            except OSError:
+                same = False
+            if same:
+                return self._fd
+            self.close()  # moved away (rotated): cut at its last line, as on stop
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_DSYNC, 0o600)
+        try:
+            st = os.fstat(fd)
+            end = end_of_lines(fd, st.st_size)
+            if st.st_size > end:  # a torn line, or zeros: cleared, to be written over
+                write_all(fd, bytes(st.st_size - end), end)
+            dir_fd = os.open(self.folder, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)  # the new file's name is durable too
+            finally:
+                os.close(dir_fd)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd, self._identity = fd, (st.st_dev, st.st_ino)
+        self._end, self._zeroed = end, st.st_size
+        return fd
+
+    def write(self, data: bytes) -> None:
+        """Write ``data`` after the last line, on disk when this returns; raises ``OSError``
+        (the file is then closed, and reopened by the next write)."""
+        try:
+            fd = self._file()
+            if self._end + len(data) > self._zeroed:
+                grow = max(ZEROED_AHEAD, self._end + len(data) - self._zeroed)
+                write_all(fd, bytes(grow), self._zeroed)
+                self._zeroed += grow
+            write_all(fd, data, self._end)
+            self._end += len(data)
+        except OSError:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            raise
+
+    def close(self) -> None:
+        """Cut the file at its last line (readers skip the zeros if this fails) and close it."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._end)
+            os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+
+
+def write_all(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def end_of_lines(fd: int, size: int) -> int:
+    """Where the file's last complete line ends (0 if it has none)."""
+    if size == 0:
+        return 0
+    data = os.pread(fd, size, 0)
+    return data.rfind(b"\n", 0, len(data.rstrip(b"\0"))) + 1
+
+
+def reply_for(file: LedgerFile, batch: bytes) -> bytes:
+    """Write one batch; the line that answers it."""
+    try:
+        file.write(batch)
+    except OSError as error:
+        reason = f"ledger {file.path}: {error}".replace("\n", " ")
+        return b"-" + reason.encode("utf-8", "replace") + b"\n"
+    return OK
+
+
+def read_exactly(fd: int, size: int) -> bytes | None:
+    """``size`` bytes from ``fd``, or None at the end of the input (a cut frame included)."""
+    parts, missing = [], size
+    while missing:
+        part = os.read(fd, min(missing, 1 << 20))
+        if not part:
+            return None
+        parts.append(part)
+        missing -= len(part)
+    return b"".join(parts)
+
+
+def serve(file: LedgerFile, batches: int, replies: int) -> None:
+    """Answer every batch read from ``batches`` on ``replies`` until the input ends."""
+    try:
+        while (header := read_exactly(batches, FRAME.size)) is not None:
+            batch = read_exactly(batches, FRAME.unpack(header)[0])
+            if batch is None:
+                break  # the worker died mid-frame: that batch's responses never left
+            reply = reply_for(file, batch)
+            try:
+                os.write(replies, reply)
+            except BrokenPipeError:
+                break  # the worker is gone
+    finally:
+        file.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m gateway.ledger_writer FILE", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    serve(LedgerFile(Path(args[0])), sys.stdin.fileno(), sys.stdout.fileno())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
