@@ -64,6 +64,9 @@ class Decision:
     retry_after: int = 0  # seconds; 0 when allowed
 
 
+ALLOWED = Decision(True)
+
+
 def epoch_us(instant: datetime) -> int:
     delta = instant - EPOCH  # aware datetimes subtract across zones
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
@@ -108,14 +111,14 @@ def decide(
     when there are fewer (or it is no longer known because it left the window long ago).
     ``day_count``: requests accepted today in Lima; ``day_end_us``: the next Lima midnight.
     """
-    waits: list[int] = []
+    wait_us = 0  # each wait below is > 0: nth_recent_us is in the window, now_us before day end
     if nth_recent_us is not None and nth_recent_us > now_us - WINDOW_US:
-        waits.append(nth_recent_us + WINDOW_US - now_us)
+        wait_us = nth_recent_us + WINDOW_US - now_us
     if day_count >= limits.per_day:
-        waits.append(day_end_us - now_us)
-    if not waits:
-        return Decision(True)
-    return Decision(False, max(1, math.ceil(max(waits) / 1_000_000)))
+        wait_us = max(wait_us, day_end_us - now_us)
+    if not wait_us:
+        return ALLOWED
+    return Decision(False, max(1, math.ceil(wait_us / 1_000_000)))
 
 
 # -- one token's file ---------------------------------------------------------------------------
@@ -237,21 +240,24 @@ class RateLimiter:
         fd, ring = self._ring(token_id)
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            counter = RingFile.decode_header(ring)
-            if counter is None:
-                counter = Counter(0, today, 0)
-            day_count = counter.day_count if counter.day == today else 0
-            nth_seq = counter.last_seq - per_min + 1
+            magic, version, last_seq, day, day_count = RingFile.HEADER.unpack_from(ring)
+            if magic != RingFile.MAGIC or version != RingFile.VERSION:
+                RingFile.decode_header(ring)  # raises for a foreign file; a new one is zeros
+                last_seq = day_count = 0
+            if day != today:
+                day_count = 0
+            nth_seq = last_seq - per_min + 1
             nth = None
             if nth_seq >= 1:
                 slot = RingFile.SLOT.unpack_from(ring, RingFile.slot_offset(nth_seq % per_min))
                 nth = slot[1] if slot[0] == nth_seq else None
             decision = decide(self.limits, now_us, nth, day_count, day_end_us)
             if decision.allowed:
-                seq = counter.last_seq + 1
+                seq = last_seq + 1
                 RingFile.SLOT.pack_into(ring, RingFile.slot_offset(seq % per_min), seq, now_us)
-                accepted = Counter(seq, today, day_count + 1)
-                ring[: RingFile.HEADER.size] = RingFile.encode_header(accepted)
+                RingFile.HEADER.pack_into(
+                    ring, 0, RingFile.MAGIC, RingFile.VERSION, seq, today, day_count + 1
+                )
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
         return decision
