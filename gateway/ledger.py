@@ -86,6 +86,7 @@ class Ledger:
         self.path = folder / (name or worker_file_name())
         self._pending: Batch = []
         self._in_flight: Batch | None = None  # the batch the writer is writing
+        self._scheduled = False  # a hand-over waits for the end of this loop turn
         self._writer: subprocess.Popen[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unsent = bytearray()  # what the pipe to the writer has not taken yet
@@ -148,11 +149,21 @@ class Ledger:
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((entry.line(), done))
         if self._in_flight is None:
-            self._hand_over(loop)
+            self._schedule_hand_over(loop)
         return done
 
+    def _schedule_hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand the pending lines over once this turn of the loop is done, so that every
+        response finished in this turn joins the batch (a batch costs one durable write)."""
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._hand_over, loop)
+
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Send every pending line to the writer as one batch."""
+        """Send every pending line to the writer as one batch (unless one is with it)."""
+        self._scheduled = False
+        if self._in_flight is not None or not self._pending:
+            return
         batch, self._pending = self._pending, []
         self._in_flight = batch
         self.batches += 1
@@ -218,7 +229,7 @@ class Ledger:
                 else:
                     done.set_exception(failure)
         if self._pending and self._loop is not None and not self._loop.is_closed():
-            self._hand_over(self._loop)
+            self._schedule_hand_over(self._loop)
 
     def close(self) -> None:
         """Stop the writer, once it has written what it was sent."""
