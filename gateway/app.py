@@ -14,8 +14,7 @@ import hashlib
 import os
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC, date, datetime
 
 from sanic import Request, Sanic
 from sanic import exceptions as sanic_exceptions
@@ -43,7 +42,7 @@ from gateway.errors import (
 from gateway.freshness import frescura, freshness_entry
 from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, ledger_folder
 from gateway.published import Published, PublishedView
-from gateway.ratelimit import Limits, RateLimiter
+from gateway.ratelimit import LimaClock, Limits, RateLimiter, now_us
 from gateway.response import BytesResponse
 from gateway.stamps import fresh_request_id, utc_now_text
 from tokens.cache import CachedTokenCheck
@@ -96,6 +95,7 @@ def setup_stores(app: Sanic) -> None:
         app.ctx.view = PublishedView(Tree(settings.site))
         limits = Limits(settings.rate_limit_per_min, settings.rate_limit_per_day)
         app.ctx.limiter = RateLimiter.open(settings.home, limits)
+        app.ctx.lima = LimaClock()
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None
         if app.ctx.ledger is not None:
             app.ctx.ledger.start()  # its writer process, warm before the first request
@@ -235,7 +235,7 @@ def authenticate(request: Request) -> None:
 
 def limit_rate(request: Request) -> None:
     """Count this request against its token's limits (real clock), or refuse it with 429."""
-    decision = request.app.ctx.limiter.acquire(request.ctx.token.id, datetime.now(UTC))
+    decision = request.app.ctx.limiter.acquire_us(request.ctx.token.id, now_us())
     if not decision.allowed:
         raise RateLimited(decision.retry_after)
 
@@ -255,9 +255,12 @@ def tree(request: Request) -> Tree:
     return request.app.ctx.view.tree
 
 
-def hoy_lima(request: Request) -> Any:
+def hoy_lima(request: Request) -> date:
+    """Today in Lima: ``FXEV_NOW``'s when it is set, else the real clock's."""
     settings: Settings = request.app.ctx.settings
-    return today_in_lima(settings.now or datetime.now(UTC))
+    if settings.now is not None:
+        return today_in_lima(settings.now)
+    return request.app.ctx.lima.day(now_us()).day
 
 
 # -- handlers ----------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ import re
 import struct
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
+from time import time_ns
 from zoneinfo import ZoneInfo
 
 from builder.settings import MAX_RATE_LIMIT_PER_MIN
@@ -94,8 +95,30 @@ class LimaDay:
         start = datetime.combine(day, time(0), tzinfo=LIMA)
         return cls(day, epoch_us(start), epoch_us(next_lima_midnight(day)))
 
+    @classmethod
+    def containing(cls, now_us: int) -> LimaDay:
+        return cls.of(EPOCH + timedelta(microseconds=now_us))
+
     def holds(self, now_us: int) -> bool:
         return self.start_us <= now_us < self.end_us
+
+
+class LimaClock:
+    """The Lima day of an instant of the real clock, the zone arithmetic done once a day."""
+
+    def __init__(self) -> None:
+        self._span: LimaDay | None = None
+
+    def day(self, now_us: int) -> LimaDay:
+        span = self._span
+        if span is None or not span.holds(now_us):
+            span = self._span = LimaDay.containing(now_us)
+        return span
+
+
+def now_us() -> int:
+    """Now on the real clock, in microseconds since the epoch."""
+    return time_ns() // 1000
 
 
 def decide(
@@ -195,7 +218,7 @@ class RateLimiter:
         self.home = home
         self.limits = limits
         self._rings: dict[str, tuple[int, mmap.mmap]] = {}
-        self._today: LimaDay | None = None  # zone arithmetic once a day, not per request
+        self._lima = LimaClock()
 
     @classmethod
     def open(cls, home: Path, limits: Limits) -> RateLimiter:
@@ -231,10 +254,11 @@ class RateLimiter:
 
     def acquire(self, token_id: str, now: datetime) -> Decision:
         """Decide for one request of ``token_id`` at ``now`` (real clock); count it if it passes."""
-        now_us = epoch_us(now)
-        span = self._today
-        if span is None or not span.holds(now_us):
-            span = self._today = LimaDay.of(now)
+        return self.acquire_us(token_id, epoch_us(now))
+
+    def acquire_us(self, token_id: str, now_us: int) -> Decision:
+        """:meth:`acquire` at ``now_us``, microseconds since the epoch (see :func:`now_us`)."""
+        span = self._lima.day(now_us)
         today, day_end_us = span.day.toordinal(), span.end_us
         per_min = self.limits.per_min
         fd, ring = self._ring(token_id)

@@ -13,6 +13,7 @@ from gateway.ratelimit import (
     WINDOW_US,
     Counter,
     Decision,
+    LimaClock,
     LimaDay,
     Limits,
     RateLimiter,
@@ -194,3 +195,19 @@ def test_lima_day_spans_the_real_clock_from_midnight_to_midnight_in_lima() -> No
     assert span.start_us == epoch_us(datetime(2026, 9, 21, 5, 0, tzinfo=UTC))
     assert span.end_us == epoch_us(datetime(2026, 9, 22, 5, 0, tzinfo=UTC))
     assert span.holds(span.start_us) and not span.holds(span.end_us)
+
+
+def test_the_lima_clock_turns_the_day_at_lima_midnight_not_utc() -> None:
+    clock = LimaClock()
+    before = epoch_us(datetime(2026, 9, 21, 4, 59, 59, 999999, tzinfo=UTC))  # 23:59:59 in Lima
+    assert clock.day(before).day == date(2026, 9, 20)
+    assert clock.day(before + 1).day == date(2026, 9, 21)
+    assert clock.day(before).day == date(2026, 9, 20)  # and back: the span is checked each time
+
+
+def test_acquire_at_an_instant_in_microseconds_is_acquire_at_that_datetime(tmp_path: Path) -> None:
+    by_datetime = RateLimiter.open(tmp_path / "a", Limits(per_min=2, per_day=100))
+    by_micros = RateLimiter.open(tmp_path / "b", Limits(per_min=2, per_day=100))
+    for seconds in (0, 1, 2, 59.5, 60, 61):
+        instant = T0 + timedelta(seconds=seconds)
+        assert by_micros.acquire_us("tok", epoch_us(instant)) == by_datetime.acquire("tok", instant)
