@@ -232,8 +232,15 @@ class Ledger:
             self._schedule_hand_over(self._loop)
 
     def close(self) -> None:
-        """Stop the writer, once it has written what it was sent."""
+        """Stop the writer, once it has written what it was sent. Responses still waiting (a
+        server stopping mid-request) are failed: they never leave."""
         self._stop_writer()
+        closed = LedgerUnavailable("the ledger is closed")
+        waiting = (self._in_flight or []) + self._pending
+        self._in_flight, self._pending, self._scheduled = None, [], False
+        for _, done in waiting:
+            if not done.done():
+                done.set_exception(closed)
 
 
 # -- reading (``fxev requests show``) ----------------------------------------------------------

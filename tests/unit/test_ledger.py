@@ -193,3 +193,17 @@ def test_entry_line_is_one_json_object_with_every_field_in_declaration_order() -
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert orjson.loads(line) == dataclasses.asdict(entry(7, "rid"))
     assert list(orjson.loads(line)) == [f.name for f in dataclasses.fields(LedgerEntry)]
+
+
+def test_responses_still_waiting_when_the_ledger_closes_fail(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger", "w.jsonl")
+
+    async def run() -> list[BaseException | None]:
+        await ledger.append(entry(1))
+        waiting = [ledger.append(entry(n)) for n in (2, 3)]  # not yet handed over
+        ledger.close()
+        return await asyncio.gather(*waiting, return_exceptions=True)
+
+    results = asyncio.run(run())
+    assert all(isinstance(result, LedgerUnavailable) for result in results)
+    assert [e["x_request_id"] for e in read_entries(tmp_path / "ledger")] == ids(1)
