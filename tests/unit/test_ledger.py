@@ -207,3 +207,20 @@ def test_responses_still_waiting_when_the_ledger_closes_fail(tmp_path: Path) -> 
     results = asyncio.run(run())
     assert all(isinstance(result, LedgerUnavailable) for result in results)
     assert [e["x_request_id"] for e in read_entries(tmp_path / "ledger")] == ids(1)
+
+
+def test_the_writer_outlives_a_ctrl_c_to_the_process_group(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path / "ledger", "w.jsonl")
+
+    async def run() -> None:
+        await ledger.append(entry(1))
+        assert ledger._writer is not None
+        os.kill(ledger._writer.pid, signal.SIGINT)
+        os.kill(ledger._writer.pid, signal.SIGTERM)
+        await asyncio.sleep(0.2)
+        assert ledger._writer.poll() is None  # it stops only when its input ends
+        await ledger.append(entry(2))
+        ledger.close()
+
+    asyncio.run(run())
+    assert [e["x_request_id"] for e in read_entries(tmp_path / "ledger")] == ids(1, 2)
