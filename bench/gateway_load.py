@@ -35,17 +35,17 @@ from pathlib import Path
 
 from bench.servers import bare_sanic, cpu_seconds, descendants, gateway, nginx
 from bench.wrk import WrkResult, run_wrk
-from builder.settings import MAX_RATE_LIMIT_PER_MIN
 from builder.tree import Tree
+from gateway.ratelimit import MAPPED_SLOTS
 from tokens.store import TokenStore
 
 ROOT = Path(__file__).resolve().parents[1]
 YEAR = 2025
 # Goals with the durable ledger on and 2 workers: a share of nginx's requests per second.
 TARGETS = {"year page": 0.4, "latest": 0.3}
-# Raised so nothing is refused: the most a token may have per minute (each gateway run and answer
-# gets a token of its own, so no run comes near it), and no practical daily bound.
-PER_MIN_RAISED = str(MAX_RATE_LIMIT_PER_MIN)
+# Raised so nothing is refused: as far as the limiter keeps its ring in memory (each gateway run
+# and answer gets a token of its own, so no run comes near it), and no practical daily bound.
+PER_MIN_RAISED = str(MAPPED_SLOTS)
 PER_DAY_RAISED = "1000000000"
 NGINX, LEDGER_ON, LEDGER_OFF, BARE = "nginx", "gateway", "gateway, no ledger", "bare Sanic"
 

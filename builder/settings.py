@@ -16,9 +16,6 @@ from pathlib import Path
 TAXAUTH_URL = "https://www.sunat.gob.pe/a/txt/tipoCambio.txt"
 CENTRALBANK_URL = "https://estadisticas.bcrp.gob.pe/estadisticas/series/api"
 KNOWN_SOURCES = ("taxauth_txt", "centralbank")
-# The rate limiter keeps the instants of the last N accepted requests of a token in a file it
-# allocates up front (16 bytes each): N is bounded so the file stays small (16 MB at most).
-MAX_RATE_LIMIT_PER_MIN = 1_000_000
 
 
 class SettingsError(ValueError):
@@ -51,7 +48,7 @@ SETTINGS_HELP: dict[str, tuple[str, str]] = {
     "FXEV_TAXAUTH_URL": (TAXAUTH_URL, "the tax authority's exchange-rate text file"),
     "FXEV_CENTRALBANK_URL": (CENTRALBANK_URL, "base of the central bank's statistics API"),
     "FXEV_NOW": ("unset (the clock)", "fixed 'now' (ISO-8601 with offset); tests only"),
-    "FXEV_RATE_LIMIT_PER_MIN": ("60", "requests per token in any 60 s window (at most 1000000)"),
+    "FXEV_RATE_LIMIT_PER_MIN": ("60", "requests per token in any 60 s window"),
     "FXEV_RATE_LIMIT_PER_DAY": ("5000", "requests per token per calendar day in Lima"),
     "FXEV_TOKEN": ("unset", "bearer token read by client-side commands (`fxev verify`)"),
     "FXEV_SOURCES": ("taxauth_txt,centralbank", "sources `fxev tick` captures"),
@@ -67,13 +64,7 @@ SETTINGS_HELP: dict[str, tuple[str, str]] = {
 }
 
 
-def _int(
-    environ: Mapping[str, str],
-    name: str,
-    default: int,
-    minimum: int = 0,
-    maximum: int | None = None,
-) -> int:
+def _int(environ: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
     raw = environ.get(name, "").strip()
     if not raw:
         return default
@@ -83,8 +74,6 @@ def _int(
         raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise SettingsError(f"{name} must be at most {maximum}, got {value}")
     return value
 
 
@@ -123,9 +112,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         taxauth_url=environ.get("FXEV_TAXAUTH_URL") or TAXAUTH_URL,
         centralbank_url=environ.get("FXEV_CENTRALBANK_URL") or CENTRALBANK_URL,
         now=parse_now(raw_now) if raw_now else None,
-        rate_limit_per_min=_int(
-            environ, "FXEV_RATE_LIMIT_PER_MIN", 60, minimum=1, maximum=MAX_RATE_LIMIT_PER_MIN
-        ),
+        rate_limit_per_min=_int(environ, "FXEV_RATE_LIMIT_PER_MIN", 60, minimum=1),
         rate_limit_per_day=_int(environ, "FXEV_RATE_LIMIT_PER_DAY", 5000, minimum=1),
         token=environ.get("FXEV_TOKEN") or None,
         sources=sources,

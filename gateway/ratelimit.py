@@ -22,10 +22,12 @@ kernel the moment the lock is free. The two ``flock`` calls are the decision's o
 Writes go to the page cache: a count survives a killed process, as the SQLite store this replaces
 (WAL, ``synchronous=NORMAL``) did.
 
-The file's blocks are allocated (``posix_fallocate``) before it is mapped, so a write through the
-map never needs a new block (a full disk would otherwise kill the worker with ``SIGBUS``); that
-is why ``per_min`` is bounded (:data:`MAX_PER_MIN`: a 16 MB ring). A file is never shrunk, since
-another process may map all of it; a lower limit uses its first slots.
+The mapped part of the file is allocated first (``posix_fallocate``), so a write through the map
+never needs a new block (a full disk would otherwise kill the worker with ``SIGBUS``). A ring of
+up to :data:`MAPPED_SLOTS` slots (16 MB) is mapped whole; a larger one (a limit raised beyond any
+real traffic) keeps only its header in the map and reads and writes its slots in place
+(``pread``/``pwrite``) in a sparse file that holds only the slots used. A file is never shrunk,
+since another process may map all of it; a lower limit uses its first slots.
 """
 
 from __future__ import annotations
@@ -42,12 +44,10 @@ from pathlib import Path
 from time import time_ns
 from zoneinfo import ZoneInfo
 
-from builder.settings import MAX_RATE_LIMIT_PER_MIN
-
 RATELIMIT_DIR = "ratelimit"
 SUFFIX = ".ring"
 WINDOW_US = 60_000_000
-MAX_PER_MIN = MAX_RATE_LIMIT_PER_MIN
+MAPPED_SLOTS = 1_000_000  # rings up to this many slots (16 MB) are mapped whole
 LIMA = ZoneInfo("America/Lima")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SAFE_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -209,15 +209,60 @@ def ring_path(home: Path, token_id: str) -> Path:
 # -- the store ----------------------------------------------------------------------------------
 
 
+class Ring:
+    """One token's open ring file: its header (and, up to :data:`MAPPED_SLOTS`, its slots) in a
+    shared map of the file."""
+
+    def __init__(self, path: Path, per_min: int) -> None:
+        size = RingFile.slot_offset(per_min)
+        self.slots_mapped = per_min <= MAPPED_SLOTS
+        mapped = size if self.slots_mapped else RingFile.HEADER.size
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(self.fd).st_size < mapped:
+                self.lock()
+                try:
+                    os.posix_fallocate(self.fd, 0, mapped)  # grows the file; new bytes read 0
+                finally:
+                    self.unlock()
+            self.map = mmap.mmap(self.fd, mapped)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def lock(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def unlock(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def read_slot(self, slot: int) -> tuple[int, int]:
+        """(seq, instant) of a slot; (0, 0) if it was never written."""
+        offset = RingFile.slot_offset(slot)
+        if self.slots_mapped:
+            return RingFile.SLOT.unpack_from(self.map, offset)
+        data = os.pread(self.fd, RingFile.SLOT.size, offset)
+        return RingFile.SLOT.unpack(data) if len(data) == RingFile.SLOT.size else (0, 0)
+
+    def write_slot(self, slot: int, seq: int, instant_us: int) -> None:
+        offset = RingFile.slot_offset(slot)
+        if self.slots_mapped:
+            RingFile.SLOT.pack_into(self.map, offset, seq, instant_us)
+        else:
+            os.pwrite(self.fd, RingFile.SLOT.pack(seq, instant_us), offset)
+
+    def close(self) -> None:
+        self.map.close()
+        os.close(self.fd)
+
+
 class RateLimiter:
     """The host's shared rate-limit state; one instance per worker process."""
 
     def __init__(self, home: Path, limits: Limits) -> None:
-        if not 1 <= limits.per_min <= MAX_PER_MIN:
-            raise ValueError(f"per_min must be from 1 to {MAX_PER_MIN}, got {limits.per_min}")
         self.home = home
         self.limits = limits
-        self._rings: dict[str, tuple[int, mmap.mmap]] = {}
+        self._rings: dict[str, Ring] = {}
         self._lima = LimaClock()
 
     @classmethod
@@ -227,30 +272,15 @@ class RateLimiter:
 
     def close(self) -> None:
         rings, self._rings = self._rings, {}
-        for fd, ring in rings.values():
+        for ring in rings.values():
             ring.close()
-            os.close(fd)
 
-    def _ring(self, token_id: str) -> tuple[int, mmap.mmap]:
-        """The token's file, opened, allocated to the ring's size and mapped (once)."""
-        found = self._rings.get(token_id)
-        if found is not None:
-            return found
-        size = RingFile.slot_offset(self.limits.per_min)
-        fd = os.open(ring_path(self.home, token_id), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            if os.fstat(fd).st_size < size:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    os.posix_fallocate(fd, 0, size)  # grows the file; its new bytes read as 0
-                finally:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-            ring = mmap.mmap(fd, size)
-        except BaseException:
-            os.close(fd)
-            raise
-        found = self._rings[token_id] = (fd, ring)
-        return found
+    def _ring(self, token_id: str) -> Ring:
+        """The token's ring, opened and mapped once."""
+        ring = self._rings.get(token_id)
+        if ring is None:
+            ring = self._rings[token_id] = Ring(ring_path(self.home, token_id), self.limits.per_min)
+        return ring
 
     def acquire(self, token_id: str, now: datetime) -> Decision:
         """Decide for one request of ``token_id`` at ``now`` (real clock); count it if it passes."""
@@ -261,27 +291,28 @@ class RateLimiter:
         span = self._lima.day(now_us)
         today, day_end_us = span.day.toordinal(), span.end_us
         per_min = self.limits.per_min
-        fd, ring = self._ring(token_id)
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        ring = self._ring(token_id)
+        header = ring.map
+        ring.lock()
         try:
-            magic, version, last_seq, day, day_count = RingFile.HEADER.unpack_from(ring)
+            magic, version, last_seq, day, day_count = RingFile.HEADER.unpack_from(header)
             if magic != RingFile.MAGIC or version != RingFile.VERSION:
-                RingFile.decode_header(ring)  # raises for a foreign file; a new one is zeros
+                RingFile.decode_header(header)  # raises for a foreign file; a new one is zeros
                 last_seq = day_count = 0
             if day != today:
                 day_count = 0
             nth_seq = last_seq - per_min + 1
             nth = None
             if nth_seq >= 1:
-                slot = RingFile.SLOT.unpack_from(ring, RingFile.slot_offset(nth_seq % per_min))
-                nth = slot[1] if slot[0] == nth_seq else None
+                slot_seq, slot_us = ring.read_slot(nth_seq % per_min)
+                nth = slot_us if slot_seq == nth_seq else None
             decision = decide(self.limits, now_us, nth, day_count, day_end_us)
             if decision.allowed:
                 seq = last_seq + 1
-                RingFile.SLOT.pack_into(ring, RingFile.slot_offset(seq % per_min), seq, now_us)
+                ring.write_slot(seq % per_min, seq, now_us)
                 RingFile.HEADER.pack_into(
-                    ring, 0, RingFile.MAGIC, RingFile.VERSION, seq, today, day_count + 1
+                    header, 0, RingFile.MAGIC, RingFile.VERSION, seq, today, day_count + 1
                 )
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            ring.unlock()
         return decision

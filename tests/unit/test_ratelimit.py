@@ -211,3 +211,25 @@ def test_acquire_at_an_instant_in_microseconds_is_acquire_at_that_datetime(tmp_p
     for seconds in (0, 1, 2, 59.5, 60, 61):
         instant = T0 + timedelta(seconds=seconds)
         assert by_micros.acquire_us("tok", epoch_us(instant)) == by_datetime.acquire("tok", instant)
+
+
+@pytest.mark.parametrize("per_min", [3, 2_000_000])  # mapped whole; beyond MAPPED_SLOTS
+def test_mapped_and_sparse_rings_decide_alike(tmp_path: Path, per_min: int) -> None:
+    limiter = RateLimiter.open(tmp_path, Limits(per_min=per_min, per_day=10**9))
+    for second in range(per_min if per_min < 10 else 50):
+        assert limiter.acquire("tok", T0 + timedelta(seconds=second / 10)).allowed
+    if per_min < 10:
+        assert limiter.acquire("tok", T0 + timedelta(seconds=1)) == Decision(False, 59)
+    limiter.close()
+    reopened = RateLimiter.open(tmp_path, Limits(per_min=per_min, per_day=10**9))
+    assert reopened.acquire("tok", T0 + timedelta(seconds=61)).allowed
+
+
+def test_a_ring_beyond_the_mapped_size_stays_a_small_sparse_file(tmp_path: Path) -> None:
+    limiter = RateLimiter.open(tmp_path, Limits(per_min=10**9, per_day=10**9))
+    for second in range(100):
+        assert limiter.acquire("tok", T0 + timedelta(seconds=second)).allowed
+    limiter.close()
+    stat = ring_path(tmp_path, "tok").stat()
+    assert stat.st_size == RingFile.slot_offset(101)  # the header and the slots written
+    assert stat.st_blocks * 512 <= 64 * 1024
