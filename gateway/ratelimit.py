@@ -47,6 +47,7 @@ from zoneinfo import ZoneInfo
 RATELIMIT_DIR = "ratelimit"
 SUFFIX = ".ring"
 WINDOW_US = 60_000_000
+Buffer = bytearray | mmap.mmap  # what a header is written into
 MAPPED_SLOTS = 1_000_000  # rings up to this many slots (16 MB) are mapped whole
 LIMA = ZoneInfo("America/Lima")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -175,9 +176,14 @@ class RingFile:
 
     @classmethod
     def encode_header(cls, counter: Counter) -> bytes:
-        return cls.HEADER.pack(
-            cls.MAGIC, cls.VERSION, counter.last_seq, counter.day, counter.day_count
-        )
+        header = bytearray(cls.HEADER.size)
+        cls.write_header(header, counter.last_seq, counter.day, counter.day_count)
+        return bytes(header)
+
+    @classmethod
+    def write_header(cls, buffer: Buffer, last_seq: int, day: int, count: int) -> None:
+        """Write a header in place (a decision's path: no record made)."""
+        cls.HEADER.pack_into(buffer, 0, cls.MAGIC, cls.VERSION, last_seq, day, count)
 
     @classmethod
     def decode_header(cls, data: bytes) -> Counter | None:
@@ -295,6 +301,7 @@ class RateLimiter:
         header = ring.map
         ring.lock()
         try:
+            # The header's fields read in place (no record made); decode_header checks the rest.
             magic, version, last_seq, day, day_count = RingFile.HEADER.unpack_from(header)
             if magic != RingFile.MAGIC or version != RingFile.VERSION:
                 RingFile.decode_header(header)  # raises for a foreign file; a new one is zeros
@@ -310,9 +317,7 @@ class RateLimiter:
             if decision.allowed:
                 seq = last_seq + 1
                 ring.write_slot(seq % per_min, seq, now_us)
-                RingFile.HEADER.pack_into(
-                    header, 0, RingFile.MAGIC, RingFile.VERSION, seq, today, day_count + 1
-                )
+                RingFile.write_header(header, seq, today, day_count + 1)
         finally:
             ring.unlock()
         return decision
