@@ -42,14 +42,14 @@ import struct
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from time import time_ns
-from zoneinfo import ZoneInfo
+
+from builder.business_days import LIMA, today_in_lima
 
 RATELIMIT_DIR = "ratelimit"
 SUFFIX = ".ring"
 WINDOW_US = 60_000_000
 Buffer = bytearray | mmap.mmap  # what a header is written into
 MAPPED_SLOTS = 1_000_000  # rings up to this many slots (16 MB) are mapped whole
-LIMA = ZoneInfo("America/Lima")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SAFE_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -75,7 +75,7 @@ def epoch_us(instant: datetime) -> int:
 
 
 def lima_day(instant: datetime) -> date:
-    return instant.astimezone(LIMA).date()
+    return today_in_lima(instant)  # the calendar module's rule, one definition
 
 
 def next_lima_midnight(day: date) -> datetime:
@@ -247,8 +247,7 @@ class Ring:
         offset = RingFile.slot_offset(slot)
         if self.slots_mapped:
             return RingFile.SLOT.unpack_from(self.map, offset)
-        data = os.pread(self.fd, RingFile.SLOT.size, offset)
-        return RingFile.SLOT.unpack(data) if len(data) == RingFile.SLOT.size else (0, 0)
+        return RingFile.decode_slot(os.pread(self.fd, RingFile.SLOT.size, offset)) or (0, 0)
 
     def write_slot(self, slot: int, seq: int, instant_us: int) -> None:
         offset = RingFile.slot_offset(slot)
