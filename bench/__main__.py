@@ -2,17 +2,19 @@
 
 For each size (revisions; ``FXEV_BENCH_SIZES``, default ``1000,10000,100000``):
 
-1. generate a registry in process through the registry's own write path (``bench.synth``) in
-   its bulk mode (no fsync; a benchmark registry is thrown away), its
-   time reported apart;
+1. generate a registry in process through the registry's own write path
+   (``tests.support.synth``) in its bulk mode (no fsync; a benchmark registry is thrown away),
+   its time reported apart;
 2. full build: a real ``python -m builder build`` process (progress polled from the tree);
 3. incremental builds: one new revision at a time, then ``Builder.build()`` timed in process with
-   a fresh ``Tree`` (an empty object cache, as a new ``fxev build`` process has); median and p99;
+   a fresh ``TreeReader`` (an empty object cache, as a new ``fxev build`` process has); median
+   and p99;
 4. tree size per revision: apparent bytes and disk usage (``du``) of the site / revisions, and the
    growth per revision measured over the incremental builds;
-5. queries through ``Tree``: a 5-year range of ``publicado`` at random published revisions, first
-   page (limit 366) and the whole walk, each item spliced with ``superseded_por`` as the gateway
-   does; cold (a new ``Tree``) and warm (the same query again on the same ``Tree``).
+5. queries through ``TreeReader``: a 5-year range of ``publicado`` at random published revisions,
+   first page (limit 366) and the whole walk, each item spliced with ``superseded_por`` as the
+   gateway does; cold (a new ``TreeReader``) and warm (the same query again on the same
+   ``TreeReader``).
 
 Environment: ``FXEV_BENCH_SIZES``, ``FXEV_BENCH_SEED`` (0), ``FXEV_BENCH_INCREMENTAL`` (samples,
 50), ``FXEV_BENCH_QUERIES`` (50), ``FXEV_BENCH_BUDGET_S`` (seconds allowed to generating and to
@@ -26,11 +28,9 @@ Progress goes to stderr, the table to stdout.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,41 +38,18 @@ import time
 from datetime import date
 from pathlib import Path
 
-from bench.synth import Synth
-from builder import business_days
-from builder.build import Builder
-from builder.capture import Stores
-from builder.render import splice_item
-from builder.tree import Tree
+from bench.figures import Figures, report
+from builder.capture.run import Stores
+from builder.core import business_days
+from builder.core.wire import splice_item
+from builder.publish.build import Builder
+from builder.publish.writer import TreeWriter
+from builder.tree.reader import TreeReader
+from tests.support.synth import Synth
 
 SERIE = "publicado"
 PAGE = 366
-TARGET_INCREMENTAL_MS = 50.0
-TARGET_RATIO = 1.5
-TARGET_GROWTH_KIB = 16.0
-TARGET_FIRST_PAGE_MS = 2.0
 PROGRESS_EVERY_S = 15.0
-
-
-@dataclasses.dataclass(slots=True)
-class Figures:
-    size: int
-    revisions: int = 0
-    generate_s: float = 0.0
-    generation_note: str = ""
-    full_build_s: float | None = None
-    full_build_note: str = ""
-    incremental_ms: list[float] = dataclasses.field(default_factory=list)
-    apparent_per_rev: float = 0.0
-    du_per_rev: float = 0.0
-    growth_apparent: float = 0.0
-    growth_du: float = 0.0
-    first_cold_ms: list[float] = dataclasses.field(default_factory=list)
-    first_cold_cpu_ms: list[float] = dataclasses.field(default_factory=list)
-    first_warm_ms: list[float] = dataclasses.field(default_factory=list)
-    walk_cold_ms: list[float] = dataclasses.field(default_factory=list)
-    walk_warm_ms: list[float] = dataclasses.field(default_factory=list)
-    walk_items: list[int] = dataclasses.field(default_factory=list)
 
 
 def progress(message: str) -> None:
@@ -82,13 +59,6 @@ def progress(message: str) -> None:
 def env_int(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     return int(raw) if raw else default
-
-
-def percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * pct // 100))
-    return ordered[int(rank) - 1]
 
 
 def tree_bytes(site: Path) -> tuple[int, int]:
@@ -139,7 +109,7 @@ def full_build(home: Path, site: Path, budget_s: float, figures: Figures) -> boo
             break
         except subprocess.TimeoutExpired:
             elapsed = time.perf_counter() - began
-            done = Tree(site).log.written()
+            done = TreeReader(site).log.written()
             progress(f"full build: {done}/{figures.revisions} revisions ({elapsed:.0f} s)")
             if elapsed > budget_s:
                 process.kill()
@@ -165,7 +135,7 @@ def incremental(synth: Synth, stores: Stores, site: Path, samples: int, figures:
     for index in range(samples):
         synth.step()
         began = time.perf_counter()
-        result = Builder(stores.registry, stores.blobs, Tree(site)).build()
+        result = Builder(stores.registry, stores.blobs, TreeWriter(site)).build()
         figures.incremental_ms.append((time.perf_counter() - began) * 1000)
         if result.built != (synth.revisions,):
             raise RuntimeError(f"incremental build rendered {result.built}, not one revision")
@@ -180,7 +150,7 @@ def incremental(synth: Synth, stores: Stores, site: Path, samples: int, figures:
     figures.du_per_rev = after[1] / synth.revisions
 
 
-def walk(tree: Tree, start: str, end: str, revision: int, spliced: dict[str, str]) -> int:
+def walk(tree: TreeReader, start: str, end: str, revision: int, spliced: dict[str, str]) -> int:
     """Every page of the range, each item spliced; return the number of items."""
     offset = 0
     count = 0
@@ -193,14 +163,16 @@ def walk(tree: Tree, start: str, end: str, revision: int, spliced: dict[str, str
             return count
 
 
-def first_page(tree: Tree, start: str, end: str, revision: int, spliced: dict[str, str]) -> int:
+def first_page(
+    tree: TreeReader, start: str, end: str, revision: int, spliced: dict[str, str]
+) -> int:
     page = tree.rates(SERIE, start, end, revision, 0, PAGE)
     body = b",".join(splice_item(i.prefix, spliced.get(i.observacion_id)) for i in page.items)
     return len(body)
 
 
 def queries(site: Path, samples: int, rng: random.Random, figures: Figures) -> None:
-    reader = Tree(site)
+    reader = TreeReader(site)
     published = reader.published_revision()
     if published is None:
         return
@@ -219,7 +191,7 @@ def queries(site: Path, samples: int, rng: random.Random, figures: Figures) -> N
         start_text, end_text = begin.isoformat(), date.fromordinal(end).isoformat()
 
         for cold in (True, False):
-            tree = Tree(site) if cold else reader
+            tree = TreeReader(site) if cold else reader
             if not cold:  # warm: the same query once more on a tree that has answered it
                 first_page(tree, start_text, end_text, revision, spliced)
             began, began_cpu = time.perf_counter(), time.process_time()
@@ -229,7 +201,7 @@ def queries(site: Path, samples: int, rng: random.Random, figures: Figures) -> N
             if cold:  # CPU time: what the page costs when the machine is not shared
                 figures.first_cold_cpu_ms.append((time.process_time() - began_cpu) * 1000)
 
-            tree = Tree(site) if cold else reader
+            tree = TreeReader(site) if cold else reader
             if not cold:
                 walk(tree, start_text, end_text, revision, spliced)
             began = time.perf_counter()
@@ -286,115 +258,6 @@ def measure_size(size: int, seed: int, folder: Path) -> Figures:
             stores.close()
     queries(site, env_int("FXEV_BENCH_QUERIES", 50), random.Random(seed), figures)
     return figures
-
-
-# -- report -------------------------------------------------------------------------------------
-
-
-def fmt(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def med(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def p99(values: list[float]) -> float | None:
-    return percentile(values, 99) if values else None
-
-
-def report(all_figures: list[Figures]) -> str:
-    rows: list[tuple[str, str, list[str]]] = []
-
-    def row(label: str, target: str, values: list[str]) -> None:
-        rows.append((label, target, values))
-
-    kib = 1024.0
-    row("revisions", "", [f"{f.revisions:,}" for f in all_figures])
-    row("generate (s, apart)", "", [fmt(f.generate_s) for f in all_figures])
-    row("full build (s)", "", [fmt(f.full_build_s) for f in all_figures])
-    row(
-        "full build per revision (ms)",
-        "",
-        [
-            fmt(f.full_build_s * 1000 / f.revisions if f.full_build_s else None, 2)
-            for f in all_figures
-        ],
-    )
-    row(
-        "incremental build, median (ms)",
-        f"< {TARGET_INCREMENTAL_MS:g} at 100k",
-        [fmt(med(f.incremental_ms), 2) for f in all_figures],
-    )
-    row("incremental build, p99 (ms)", "", [fmt(p99(f.incremental_ms), 2) for f in all_figures])
-    row(
-        "tree per revision, du (KiB)",
-        f"< {TARGET_GROWTH_KIB:g} average",
-        [fmt(f.du_per_rev / kib if f.revisions else None, 2) for f in all_figures],
-    )
-    row(
-        "tree per revision, bytes (KiB)",
-        "",
-        [fmt(f.apparent_per_rev / kib if f.revisions else None, 2) for f in all_figures],
-    )
-    row(
-        "growth per new revision, du (KiB)",
-        "",
-        [fmt(f.growth_du / kib if f.incremental_ms else None, 2) for f in all_figures],
-    )
-    row(
-        "growth per new revision, bytes (KiB)",
-        "",
-        [fmt(f.growth_apparent / kib if f.incremental_ms else None, 2) for f in all_figures],
-    )
-    row(
-        "5-y range, first page, cold (ms)",
-        f"< {TARGET_FIRST_PAGE_MS:g}",
-        [fmt(med(f.first_cold_ms), 3) for f in all_figures],
-    )
-    row(
-        "5-y range, first page, cold, CPU (ms)",
-        "",
-        [fmt(med(f.first_cold_cpu_ms), 3) for f in all_figures],
-    )
-    row(
-        "5-y range, first page, warm (ms)",
-        f"< {TARGET_FIRST_PAGE_MS:g}",
-        [fmt(med(f.first_warm_ms), 3) for f in all_figures],
-    )
-    row("5-y range, whole walk, cold (ms)", "", [fmt(med(f.walk_cold_ms), 2) for f in all_figures])
-    row("5-y range, whole walk, warm (ms)", "", [fmt(med(f.walk_warm_ms), 2) for f in all_figures])
-    row(
-        "5-y range, items walked (median)",
-        "",
-        [fmt(med([float(n) for n in f.walk_items]), 0) for f in all_figures],
-    )
-
-    header = ["figure", "target", *[f"{f.size:,}" for f in all_figures]]
-    table = [header, *[[label, target, *values] for label, target, values in rows]]
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    lines = []
-    for number, line in enumerate(table):
-        cells = [line[0].ljust(widths[0]), line[1].ljust(widths[1])]
-        cells += [cell.rjust(width) for cell, width in zip(line[2:], widths[2:], strict=True)]
-        lines.append(" | ".join(cells))
-        if number == 0:
-            lines.append("-+-".join("-" * width for width in widths))
-
-    measured = [f for f in all_figures if f.incremental_ms]
-    if len(measured) >= 2:
-        base = next((f for f in measured if f.size == 1000), min(measured, key=lambda f: f.size))
-        top = max(measured, key=lambda f: f.size)
-        ratio = statistics.median(top.incremental_ms) / statistics.median(base.incremental_ms)
-        lines.append(
-            f"incremental median at size {top.size:,} / at size {base.size:,}: {ratio:.2f}"
-            f" (target <= {TARGET_RATIO:g})"
-        )
-    for f in all_figures:
-        for note in (f.generation_note, f.full_build_note):
-            if note:
-                lines.append(f"size {f.size:,}: {note}")
-    return "\n".join(lines)
 
 
 def main() -> int:

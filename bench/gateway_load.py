@@ -34,9 +34,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.servers import bare_sanic, cpu_seconds, descendants, gateway, nginx
-from bench.wrk import WrkResult, run_wrk
-from builder.tree import Tree
+from bench.wrk import run_wrk
+from builder.tree.reader import TreeReader
 from gateway.ratelimit import MAPPED_SLOTS
+from tests.support.wrk import Measurement, best
 from tokens.store import TokenStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,13 +56,6 @@ class Scenario:
     name: str
     path: str  # path and query of the gateway's request
     file: str  # the file nginx serves the same bytes from
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Measurement:
-    throughput: WrkResult
-    cpu_us_per_request: float
-    latency: WrkResult
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -119,7 +113,7 @@ def bearer(env: dict[str, str]) -> dict[str, str]:
 
 
 def scenarios(site: Path) -> list[Scenario]:
-    tree = Tree(site)
+    tree = TreeReader(site)
     revision = tree.published_revision()
     if revision is None:
         raise RuntimeError("the demo home published no revision")
@@ -158,14 +152,6 @@ def measure_once(url: str, headers: dict[str, str], pids: list[int], plan: Plan)
             )
     per_request = used / throughput.requests * 1e6 if throughput.requests else 0.0
     return Measurement(throughput, per_request, latency)
-
-
-def best(measurements: list[Measurement]) -> Measurement:
-    """On a shared machine, the least disturbed run: the highest rate (with its CPU per
-    request) and the lowest p99."""
-    fastest = max(measurements, key=lambda m: m.throughput.rps)
-    calmest = min(measurements, key=lambda m: m.latency.p99_s)
-    return Measurement(fastest.throughput, fastest.cpu_us_per_request, calmest.latency)
 
 
 def measure(url: str, headers: dict[str, str], server_pid: int, plan: Plan) -> Measurement:

@@ -11,7 +11,7 @@ import os
 
 from sanic import Sanic
 
-from builder.settings import load_settings
+from builder.core.settings import load_settings
 from gateway.app import create_app
 from gateway.serving import serve_factory
 

@@ -1,7 +1,8 @@
 """The two servers of the gateway benchmark, as processes on 127.0.0.1, and their CPU time.
 
 * the gateway: ``python -m bench.serve`` (the real app, 2 workers, ledger on or off);
-* nginx: the same response bytes from files (``nginx_config`` renders its configuration).
+* nginx: the same response bytes from files (``tests.support.nginx.nginx_config`` renders its
+  configuration).
 
 CPU time is read from ``/proc``: user + system time of a process and all its descendants.
 """
@@ -20,6 +21,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.support.nginx import nginx_config
 
 START_TIMEOUT_S = 60.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -141,37 +144,6 @@ def nginx_binary() -> str:
     if found is None:
         raise RuntimeError("nginx is not installed (bench/install-tools.sh installs it)")
     return found
-
-
-def nginx_config(prefix: Path, root: Path, port: int, workers: int, as_root: bool) -> str:
-    """A minimal nginx serving the files under ``root`` on 127.0.0.1:``port``, in the foreground."""
-    temp = [
-        f"    {kind}_temp_path {prefix / (kind + '_temp')};"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    ]
-    lines = [
-        "user root;" if as_root else "",
-        f"worker_processes {workers};",
-        "daemon off;",
-        f"pid {prefix / 'nginx.pid'};",
-        f"error_log {prefix / 'error.log'} warn;",
-        "events { worker_connections 1024; }",
-        "http {",
-        "    access_log off;",
-        "    sendfile on;",
-        "    tcp_nopush on;",
-        "    keepalive_requests 100000000;",
-        "    types { }",
-        "    default_type application/json;",
-        *temp,
-        "    server {",
-        f"        listen 127.0.0.1:{port};",
-        f"        root {root};",
-        "        location / { }",
-        "    }",
-        "}",
-    ]
-    return "\n".join(line for line in lines if line) + "\n"
 
 
 @contextlib.contextmanager

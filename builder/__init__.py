@@ -1,1 +1,1 @@
-"""fxev's write side: capture sources, keep the revisioned registry, render the static tree."""
+"""fxev's write side: capture, registry, rendering and publishing of the static tree."""

@@ -1,7 +1,9 @@
 """``fxev``: the operator's command line.
 
 Every command prints, as its last line on stdout, one JSON object; errors go to stderr as one
-line with a non-zero exit, and change nothing.
+line with a non-zero exit, and change nothing. The commands only parse arguments and call into
+the packages; every error they can meet is a ``builder.core.errors.FxevError``, reported by
+:func:`main`'s one handler.
 """
 
 from __future__ import annotations
@@ -10,47 +12,45 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import closing
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from builder import clock
-from builder.alerts import AlertError
-from builder.backfill import (
+from builder.capture.backfill import (
     BACKFILL_SOURCES,
-    BackfillError,
     backfill_centralbank,
     backfill_taxauth,
     check_request,
     parse_date,
     read_saved,
 )
-from builder.build import Builder
-from builder.business_days import today_in_lima
-from builder.capture import Stores, capture_taxauth_txt
-from builder.capture_centralbank import capture_centralbank
-from builder.importer import ImportError_, import_csv
-from builder.operator import OperatorError, annotate, parse_annotation, publish_series
+from builder.capture.centralbank import capture_centralbank
+from builder.capture.importer import import_csv
+from builder.capture.operator import annotate, parse_annotation, publish_series
+from builder.capture.run import Stores
+from builder.capture.taxauth import capture_taxauth_txt
+from builder.core import clock
+from builder.core.business_days import today_in_lima
+from builder.core.errors import FxevError, translate_environment
+from builder.core.settings import Settings, load_settings
+from builder.publish.build import Builder
+from builder.publish.warc import export_warc
+from builder.publish.writer import TreeWriter
 from builder.registry.verify import verify_registry
-from builder.settings import Settings, SettingsError, load_settings
-from builder.tree import Tree
-from builder.verify import (
+from tokens.cli import add_token_commands
+from verifier.client import ApiClient
+from verifier.command import (
     Verdict,
-    VerifyError,
+    VerifyUsageError,
     read_saved_response,
     verify_observation,
     verify_saved_response,
 )
-from builder.verify_client import ApiClient, ClientError
-from builder.warc_export import ExportError, export_warc
-from gateway.cli import add_requests_command, add_serve_command
-from tokens.cli import add_token_commands
-from tokens.store import TokenError
 
-
-class CommandError(Exception):
-    """A command could not do what was asked; its message is the one line on stderr."""
+COMMAND_GROUP = "fxev.commands"
 
 
 def emit(value: dict[str, Any]) -> None:
@@ -58,135 +58,99 @@ def emit(value: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def open_stores(settings: Settings) -> closing[Stores]:
+    return closing(Stores.open(settings.home))
+
+
 CAPTURES = {"taxauth_txt": capture_taxauth_txt, "centralbank": capture_centralbank}
 
 
 def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
-    capture = CAPTURES[args.source]
-    stores = Stores.open(settings.home)
-    try:
-        result = capture(stores, settings, clock.now(settings), args.url)
-    finally:
-        stores.close()
+    with open_stores(settings) as stores:
+        result = CAPTURES[args.source](stores, settings, clock.now(settings), args.url)
     emit(result.to_json())
     return 0
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    stores = Stores.open(settings.home)
-    try:
+    with open_stores(settings) as stores:
         result = import_csv(
             stores, Path(args.file), args.actor, args.justification, clock.now(settings)
         )
-    except ImportError_ as error:
-        raise CommandError(str(error)) from None
-    finally:
-        stores.close()
     emit(result.to_json())
     return 0
 
 
 def cmd_annotate(args: argparse.Namespace, settings: Settings) -> int:
-    try:
-        request = parse_annotation(
-            args.fecha, args.texto, args.actor, args.justification, args.serie,
-            args.compra, args.venta,
-        )  # fmt: skip
-    except OperatorError as error:
-        raise CommandError(str(error)) from None
-    stores = Stores.open(settings.home)
-    try:
+    request = parse_annotation(
+        args.fecha, args.texto, args.actor, args.justification, args.serie,
+        args.compra, args.venta,
+    )  # fmt: skip
+    with open_stores(settings) as stores:
         result = annotate(stores, request, clock.now(settings))
-    finally:
-        stores.close()
     emit(result.to_json())
     return 0
 
 
 def cmd_series_publish(args: argparse.Namespace, settings: Settings) -> int:
-    stores = Stores.open(settings.home)
-    try:
+    with open_stores(settings) as stores:
         result = publish_series(
             stores, args.serie, args.actor, args.justification, clock.now(settings)
         )
-    except OperatorError as error:
-        raise CommandError(str(error)) from None
-    finally:
-        stores.close()
     emit(result.to_json())
     return 0
 
 
 def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
     """What a scheduler runs: capture every enabled source, then build."""
-    stores = Stores.open(settings.home)
-    try:
+    with open_stores(settings) as stores:
         captures = {}
         for source in settings.sources:
             result = CAPTURES[source](stores, settings, clock.now(settings), None)
             captures[source] = result.to_json()
-        built = Builder(stores.registry, stores.blobs, Tree(settings.site)).build()
-    finally:
-        stores.close()
+        built = Builder(stores.registry, stores.blobs, TreeWriter(settings.site)).build()
     emit({"captures": captures, "build": built.to_json()})
     return 0
 
 
 def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     now = clock.now(settings)
-    try:
-        start = parse_date(args.start, "--from")
-        end = parse_date(args.end, "--to")
-        check_request(args.source, start, end, today_in_lima(now), args.from_file)
-        saved = None
-        if args.from_file is not None:
-            saved = read_saved(Path(args.from_file), settings.max_body_bytes)
-    except BackfillError as error:
-        raise CommandError(str(error)) from None
-    stores = Stores.open(settings.home)
-    try:
+    start = parse_date(args.start, "--from")
+    end = parse_date(args.end, "--to")
+    check_request(args.source, start, end, today_in_lima(now), args.from_file)
+    saved = None
+    if args.from_file is not None:
+        saved = read_saved(Path(args.from_file), settings.max_body_bytes)
+    with open_stores(settings) as stores:
         if args.source == "centralbank":
             result = backfill_centralbank(stores, settings, now, start, end, args.url)
         else:
             assert saved is not None  # check_request: taxauth_txt needs --from-file
             name = Path(args.from_file).name
             result = backfill_taxauth(stores, settings, now, start, end, saved, name, args.url)
-    finally:
-        stores.close()
     emit(result.to_json())
     return 0
 
 
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
-    stores = Stores.open(settings.home)
-    try:
-        result = Builder(stores.registry, stores.blobs, Tree(settings.site)).build()
-    finally:
-        stores.close()
+    with open_stores(settings) as stores:
+        result = Builder(stores.registry, stores.blobs, TreeWriter(settings.site)).build()
     emit(result.to_json())
     return 0
 
 
 def cmd_alerts_list(args: argparse.Namespace, settings: Settings) -> int:
-    stores = Stores.open(settings.home)
-    try:
+    with open_stores(settings) as stores:
         alerts = stores.alerts.list(open_only=not args.all)
-    finally:
-        stores.close()
     emit({"items": [alert.to_json() for alert in alerts]})
     return 0
 
 
 def _alert_transition(name: str) -> Callable[[argparse.Namespace, Settings], int]:
     def run(args: argparse.Namespace, settings: Settings) -> int:
-        stores = Stores.open(settings.home)
-        try:
+        with open_stores(settings) as stores:
             move = stores.alerts.acknowledge if name == "ack" else stores.alerts.resolve
             alert = move(args.id, args.actor, clock.now(settings))
-        except AlertError as error:
-            raise CommandError(str(error)) from None
-        finally:
-            stores.close()
         emit(alert.to_json())
         return 0
 
@@ -194,12 +158,9 @@ def _alert_transition(name: str) -> Callable[[argparse.Namespace, Settings], int
 
 
 def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
-    stores = Stores.open(settings.home)
-    try:
+    with open_stores(settings) as stores:
         head = stores.registry.head()
         findings = verify_registry(stores.registry, stores.blobs)
-    finally:
-        stores.close()
     blobs_bad = [f for f in findings if not f.startswith("chain break")]
     chain_bad = [f for f in findings if f.startswith("chain break")]
     print(f"evidence blobs: {'FAIL' if blobs_bad else 'ok'}")
@@ -214,13 +175,8 @@ def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
-    stores = Stores.open(settings.home)
-    try:
+    with open_stores(settings) as stores:
         summary = export_warc(stores.registry, stores.blobs, Path(args.file))
-    except (ExportError, OSError) as error:
-        raise CommandError(f"export warc: {error}") from None
-    finally:
-        stores.close()
     emit(summary.to_json())
     return 0
 
@@ -228,27 +184,19 @@ def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404)."""
     if (args.observacion_id is None) == (args.response is None):
-        print("fxev: verify takes an OBSERVACION_ID or --response FILE, not both", file=sys.stderr)
-        return 2
+        raise VerifyUsageError("verify takes an OBSERVACION_ID or --response FILE, not both")
     if not settings.token:
-        print("fxev: verify needs the bearer token in FXEV_TOKEN", file=sys.stderr)
-        return 2
+        raise VerifyUsageError("verify needs the bearer token in FXEV_TOKEN")
 
     def out(line: str) -> None:
         print(line, flush=True)
 
-    client = ApiClient(args.url, settings.token)
-    try:
+    with closing(ApiClient(args.url, settings.token)) as client:
         if args.response is not None:
             saved = read_saved_response(Path(args.response))
             checks = verify_saved_response(client, saved, out)
         else:
             checks = verify_observation(client, args.observacion_id, out)
-    except (ClientError, VerifyError) as error:
-        print(f"fxev: verify: {error}", file=sys.stderr)
-        return 2
-    finally:
-        client.close()
     verdict = Verdict(tuple(checks))
     emit(verdict.to_json())
     return verdict.exit_code
@@ -350,16 +298,24 @@ def build_parser() -> argparse.ArgumentParser:
     warc.set_defaults(handler=cmd_export_warc)
 
     add_token_commands(commands)
-    add_serve_command(commands)
-    add_requests_command(commands)
+    add_contributed_commands(commands)
     return parser
 
 
+def add_contributed_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Subcommands other packages contribute through the ``fxev.commands`` entry points (the
+    gateway's ``serve`` and ``requests``), so the write side never imports the gateway."""
+    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+        entry.load()(commands)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. An :class:`FxevError` (``builder.core.errors``), a full disk among them,
+    is one line on stderr and the error's exit code; anything else is a bug and a traceback."""
     args = build_parser().parse_args(argv)
     try:
-        settings = load_settings(os.environ)
-        return args.handler(args, settings)
-    except (CommandError, SettingsError, TokenError) as error:
+        with translate_environment():
+            return args.handler(args, load_settings(os.environ))
+    except FxevError as error:
         print(f"fxev: {error}", file=sys.stderr)
-        return 1
+        return error.exit_code

@@ -29,13 +29,14 @@ from pathlib import Path
 
 import orjson
 
-from builder.build import Builder
-from builder.capture import Stores, capture_taxauth_txt
-from builder.capture_centralbank import capture_centralbank
-from builder.durable import replace_durably
-from builder.importer import import_csv
-from builder.settings import Settings, load_settings
-from builder.tree import Tree
+from builder.capture.centralbank import capture_centralbank
+from builder.capture.importer import import_csv
+from builder.capture.run import Stores
+from builder.capture.taxauth import capture_taxauth_txt
+from builder.core.settings import Settings, load_settings
+from builder.disk.durable import replace_durably
+from builder.publish.build import Builder
+from builder.publish.writer import TreeWriter
 from tokens.store import TokenError, TokenStore
 
 SEED = "sunat_usd_pen_2021-01-01_2026-09-21.csv"
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     seed(settings, now)
     stores = Stores.open(settings.home)
     try:
-        result = Builder(stores.registry, stores.blobs, Tree(settings.site)).build()
+        result = Builder(stores.registry, stores.blobs, TreeWriter(settings.site)).build()
     finally:
         stores.close()
     say(f"build: published revision {result.published_revision}")

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from builder.settings import SettingsError, load_settings
+from builder.core.settings import SettingsError, load_settings
 from gateway.cli import add_serve_command
 
 

@@ -12,7 +12,7 @@ import orjson
 from gateway.ledger import find_entries, ledger_folder
 
 if TYPE_CHECKING:
-    from builder.settings import Settings
+    from builder.core.settings import Settings
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:

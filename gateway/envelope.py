@@ -1,7 +1,7 @@
 """Pure body assembly: stored prefixes + the envelope, concatenated, never re-encoded.
 
 A *prefix* is a JSON object without its closing brace. ``finish`` closes it with the common
-envelope (SPEC: ``dataset_revision``, ``request_id``, ``schema_version``).
+envelope (docs/api.md: ``dataset_revision``, ``request_id``, ``schema_version``).
 """
 
 from __future__ import annotations
@@ -11,14 +11,8 @@ from typing import Any
 
 import orjson
 
-from builder.render import splice_item
-
-SCHEMA_VERSION = "1.0"
-
-
-def prefix_of(value: Mapping[str, Any]) -> bytes:
-    """A JSON object's bytes without the closing brace."""
-    return orjson.dumps(value)[:-1]
+from builder.core.vocabulary import SCHEMA_VERSION
+from builder.core.wire import prefix_of, splice_item
 
 
 def finish(prefix: bytes, revision: int, request_id: str) -> bytes:

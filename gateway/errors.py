@@ -12,8 +12,11 @@
     ├── MethodNotAllowed          405 METHOD_NOT_ALLOWED (+ Allow: GET, HEAD)
     ├── RateLimited               429 RATE_LIMITED, retryable (+ Retry-After: seconds)
     ├── PathValidation            422 HTTPValidationError body (malformed obs_id / ev_id)
-    └── Internal                  500 INTERNAL, retryable, never any detail in the body
-        └── NotReady              503 INTERNAL, retryable (no published tree yet, no ledger)
+    ├── Internal                  500 INTERNAL, retryable, never any detail in the body
+    │   └── NotReady              503 INTERNAL, retryable (no published tree yet, no ledger)
+    └── ExplorerError             the explorer's own (outside /v1, not in the OpenAPI document)
+        ├── CrossSiteRequest      403 FORBIDDEN (a cross-site POST to /signin or /signout)
+        └── MethodNotAllowedHere  405 METHOD_NOT_ALLOWED (+ Allow: the path's own methods)
 """
 
 from __future__ import annotations
@@ -114,3 +117,23 @@ class NotReady(Internal):
 
     def __init__(self, message: str = "The service is not ready.") -> None:
         super().__init__(message)
+
+
+class ExplorerError(ApiError):
+    """The errors only the explorer's paths answer; never a ``/v1`` answer, so not in the
+    OpenAPI document's list of codes."""
+
+
+class CrossSiteRequest(ExplorerError):
+    code, status = "FORBIDDEN", 403
+
+
+class MethodNotAllowedHere(ExplorerError):
+    """405 on an explorer path whose allowed methods are not the API's GET and HEAD."""
+
+    code, status = "METHOD_NOT_ALLOWED", 405
+    headers: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, allowed: str) -> None:
+        super().__init__(f"Only {allowed} are allowed here.")
+        self.headers = {"Allow": allowed}

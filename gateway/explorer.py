@@ -5,7 +5,7 @@ the ``fxev_sesion`` cookie that ``POST /signin`` sets (HttpOnly, SameSite=Strict
 over https; a session cookie holding the token, so revocation takes effect on the next request).
 A request without a valid one is sent to ``/signin`` (303) when it asks for HTML, and gets the
 API's 401 body otherwise. Every response to a valid token or cookie passes the API's rate
-limiter and lands in the ledger (every route is wrapped in ``app.ledgered``, which reads
+limiter and lands in the ledger (every route is wrapped in ``ledgering.ledgered``, which reads
 ``request.ctx.token``).
 
 Cross-site POSTs: the cookie is SameSite=Strict, so no other site can make the browser send it;
@@ -18,8 +18,8 @@ Pages are served as the builder wrote them, with the request-time parts filled i
 markers: the open alerts and freshness (home) and this server's base URL (verify commands),
 all HTML-escaped by the templates.
 
-``gateway.app`` imports this module and this module imports ``gateway.app``; neither reads the
-other's names at import time, so either may be imported first.
+``gateway.app`` calls :func:`setup_explorer`; this module takes what it shares with the API from
+the small modules beside it (access, sending, reading, ledgering, routes), never from the app.
 """
 
 from __future__ import annotations
@@ -28,24 +28,31 @@ import functools
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from markupsafe import escape
 from sanic import Request, Sanic
 from sanic.response import HTTPResponse
 
-from builder.explorer import pages
-from builder.explorer.site import EXPLORER_DIR
-from gateway import app as api
-from gateway import params
-from gateway.errors import ApiError, NotFound, Unauthorized
+from builder.render.explorer import pages
+from builder.tree.explorer import ExplorerReader
+from gateway import params, routes
+from gateway.access import COOKIE, credential, limit_rate
+from gateway.errors import (
+    ApiError,
+    CrossSiteRequest,
+    MethodNotAllowedHere,
+    NotFound,
+    Unauthorized,
+)
 from gateway.freshness import frescura
+from gateway.ledgering import ledgered
+from gateway.reading import hoy_lima, latest_dates, published, tree
+from gateway.sending import send
 
-COOKIE = "fxev_sesion"
 HTML = "text/html; charset=utf-8"
 READ_METHODS = ["GET", "HEAD"]
-SERIES = re.compile(r"^[a-z_]{1,32}$")
+SERIES_SEGMENT = re.compile(r"^[a-z_]{1,32}$")
 YEAR = re.compile(r"^[0-9]{4}$")
 PAGE_NUMBER = re.compile(r"^[1-9][0-9]{0,8}$")
 STYLE = re.compile(rb"<style>(.*?)</style>", re.DOTALL)
@@ -54,21 +61,6 @@ PAGE_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",
 }
-
-
-class CrossSiteRequest(ApiError):
-    code, status = "FORBIDDEN", 403
-
-
-class MethodNotAllowedHere(ApiError):
-    """405 on an explorer path whose allowed methods are not the API's GET and HEAD."""
-
-    code, status = "METHOD_NOT_ALLOWED", 405
-    headers: ClassVar[dict[str, str]] = {}
-
-    def __init__(self, allowed: str) -> None:
-        super().__init__(f"Only {allowed} are allowed here.")
-        self.headers = {"Allow": allowed}
 
 
 # -- pure helpers ------------------------------------------------------------------------------
@@ -119,18 +111,6 @@ def page_file(relative: str) -> str:
 # -- credentials -------------------------------------------------------------------------------
 
 
-def cookie_token(request: Request) -> str | None:
-    """The token in the explorer's cookie, on explorer paths only (never under ``/v1``)."""
-    if request.path.startswith("/v1/") or request.path == "/v1":
-        return None
-    value = request.cookies.get(COOKIE)
-    return value or None
-
-
-def credential(request: Request) -> str | None:
-    return api.presented_token(request) or cookie_token(request)
-
-
 def identify(request: Request) -> bool:
     """Resolve a valid token or cookie, count it against the limits; False when there is none."""
     request.ctx.auth_checked = True
@@ -139,14 +119,12 @@ def identify(request: Request) -> bool:
     if record is None:
         return False
     request.ctx.token = record
-    api.limit_rate(request)
+    limit_rate(request)
     return True
 
 
 def signin_redirect(request: Request) -> HTTPResponse:
-    response = api.send(
-        request, b"", status=303, content_type=HTML, headers={"Location": "/signin"}
-    )
+    response = send(request, b"", status=303, content_type=HTML, headers={"Location": "/signin"})
     if request.cookies.get(COOKIE):
         response.delete_cookie(COOKIE, path="/")
     return response
@@ -157,7 +135,7 @@ def signin_redirect(request: Request) -> HTTPResponse:
 
 def html(request: Request, body: bytes, status: int = 200, **headers: str) -> HTTPResponse:
     policy = {"Content-Security-Policy": page_policy(body)}
-    return api.send(
+    return send(
         request,
         body,
         status=status,
@@ -225,45 +203,58 @@ def live_parts(request: Request, body: bytes) -> dict[bytes, bytes]:
 
 
 def freshness_entries(request: Request) -> list[dict[str, Any]]:
-    published = request.app.ctx.view.current()
-    if published is None:
+    current = request.app.ctx.view.current()
+    if current is None:
         return []
-    today = api.hoy_lima(request)
+    today = hoy_lima(request)
     return [
         {"serie": serie, "fecha_serie": fecha, "frescura": frescura(serie, fecha, today)}
-        for serie, fecha in api.latest_dates(api.tree(request), published.revision)
+        for serie, fecha in latest_dates(tree(request), current.revision)
     ]
 
 
+def explorer_pages(request: Request) -> ExplorerReader:
+    """This worker's reader of the built pages, over the API's tree."""
+    reader = getattr(request.app.ctx, "explorer_pages", None)
+    if reader is None:
+        reader = request.app.ctx.explorer_pages = ExplorerReader(tree(request))
+    return reader
+
+
 def built_page(request: Request, relative: str) -> HTTPResponse:
-    folder: Path = request.app.ctx.settings.site / EXPLORER_DIR
-    try:
-        body = (folder / page_file(relative)).read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        raise NotFound("No such page in the explorer.") from None
+    """The page built for the revision the API serves (``builder.tree.explorer``). A build
+    removes the previous revision's pages once the pointer has moved: then ask it again."""
+    route = page_file(relative)
+    body = None
+    for _ in range(2):
+        current = request.app.ctx.view.current()
+        body = None if current is None else explorer_pages(request).page(route, current.revision)
+        if body is not None:
+            break
+    if body is None:
+        raise NotFound("No such page in the explorer.")
     return html(request, fill_markers(body, live_parts(request, body)))
 
 
 async def home(request: Request) -> HTTPResponse:
-    if not (request.app.ctx.settings.site / EXPLORER_DIR / "index.html").exists():
-        api.published(request)  # 503 before the first build
+    published(request)  # 503 before the first build
     return built_page(request, "index.html")
 
 
 async def series(request: Request, serie: str) -> HTTPResponse:
-    if not SERIES.match(serie):
+    if not SERIES_SEGMENT.match(serie):
         raise NotFound("No such series.")
     return built_page(request, f"serie/{serie}/index.html")
 
 
 async def series_year(request: Request, serie: str, year: str) -> HTTPResponse:
-    if not SERIES.match(serie) or not YEAR.match(year):
+    if not SERIES_SEGMENT.match(serie) or not YEAR.match(year):
         raise NotFound("No such series or year.")
     return built_page(request, f"serie/{serie}/{year}.html")
 
 
 async def coverage_year(request: Request, serie: str, year: str) -> HTTPResponse:
-    if not SERIES.match(serie) or not YEAR.match(year):
+    if not SERIES_SEGMENT.match(serie) or not YEAR.match(year):
         raise NotFound("No such series or year.")
     return built_page(request, f"cobertura/{serie}/{year}.html")
 
@@ -285,7 +276,7 @@ async def revisions_page(request: Request, number: str) -> HTTPResponse:
 
 async def evidence(request: Request, ev_id: str) -> HTTPResponse:
     """The same bytes and headers as ``/v1/evidence/{ev_id}``."""
-    return await api.evidence(request, ev_id=ev_id)
+    return await routes.evidence(request, ev_id=ev_id)
 
 
 # -- sign-in and sign-out ----------------------------------------------------------------------
@@ -305,8 +296,8 @@ async def signin(request: Request) -> HTTPResponse:
         body = pages.signin_page("Token inválido, revocado o vencido.")
         return html(request, body, 401, **{"WWW-Authenticate": "Bearer"})
     request.ctx.token = record
-    api.limit_rate(request)
-    response = api.send(request, b"", status=303, content_type=HTML, headers={"Location": "/"})
+    limit_rate(request)
+    response = send(request, b"", status=303, content_type=HTML, headers={"Location": "/"})
     response.add_cookie(
         COOKIE,
         token,
@@ -321,9 +312,7 @@ async def signin(request: Request) -> HTTPResponse:
 async def signout(request: Request) -> HTTPResponse:
     if not same_origin_post(request.headers, request.scheme, request.host):
         raise CrossSiteRequest("Cross-site sign-out refused.")
-    response = api.send(
-        request, b"", status=303, content_type=HTML, headers={"Location": "/signin"}
-    )
+    response = send(request, b"", status=303, content_type=HTML, headers={"Location": "/signin"})
     response.delete_cookie(COOKIE, path="/")
     return response
 
@@ -343,7 +332,7 @@ ROUTES: tuple[tuple[str, Any], ...] = (
 def setup_explorer(app: Sanic) -> None:
     def route(handler: Any, path: str, methods: list[str], name: str, credentials: str) -> None:
         app.add_route(
-            api.ledgered(explorer_route(handler, credentials)), path, methods=methods, name=name
+            ledgered(explorer_route(handler, credentials)), path, methods=methods, name=name
         )
 
     for path, handler in ROUTES:

@@ -1,13 +1,15 @@
-"""Pure freshness arithmetic (DECISIONS 8): ``frescura`` and the freshness entries."""
+"""Pure freshness arithmetic (docs/decisions.md#freshness): ``frescura`` and the freshness
+entries."""
 
 from __future__ import annotations
 
 from datetime import date
 from typing import Any
 
-from builder.business_days import count_business_days_after, expected_series_date
+from builder.core.business_days import count_business_days_after, expected_series_date
+from builder.core.vocabulary import LIMA
 
-ZONE = "America/Lima"
+ZONE = LIMA.key
 
 
 def frescura(serie: str, fecha_serie: str, today: date) -> dict[str, Any]:

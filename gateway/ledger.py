@@ -1,4 +1,5 @@
-"""The request ledger: what was sent, to whom, recorded durably before it leaves (DECISIONS 5).
+"""The request ledger: what was sent, to whom, recorded durably before it leaves
+(docs/decisions.md#ledger).
 
 Each worker process records JSON lines in its own file,
 ``FXEV_HOME/ledger/<host>-<pid>-<start>.jsonl``, through a writer process of its own

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 SECRET_FILE = "page_token.secret"
-_TOKEN = re.compile(r"([1-9][0-9]{0,17})\.(0|[1-9][0-9]{0,17})\.([A-Za-z0-9_-]{43})")
+PAGE_TOKEN = re.compile(r"([1-9][0-9]{0,17})\.(0|[1-9][0-9]{0,17})\.([A-Za-z0-9_-]{43})")
 
 
 class PageTokenError(ValueError):
@@ -44,7 +44,7 @@ def sign(secret: bytes, revision: int, canonical_query: str, offset: int) -> str
 
 def verify(secret: bytes, token: str, canonical_query: str) -> PageCursor:
     """The cursor a token fixes, if it was made by this installation for this query."""
-    match = _TOKEN.fullmatch(token)
+    match = PAGE_TOKEN.fullmatch(token)
     if match is None:
         raise PageTokenError("page_token is malformed")
     revision, offset = int(match.group(1)), int(match.group(2))

@@ -1,4 +1,5 @@
-"""Pure validation of query strings and path ids (DECISIONS 9), and the canonical request.
+"""Pure validation of query strings and path ids (docs/decisions.md#parameters), and the canonical
+request.
 
 Order of checks: presence and form of every parameter and the range rules (``InvalidParams``),
 then currency (``UnsupportedCurrency``), then series (``UnsupportedSeries``). Data checks belong
@@ -13,16 +14,16 @@ from collections.abc import Collection, Mapping
 from datetime import MINYEAR, UTC, date, datetime
 from urllib.parse import parse_qsl, quote, unquote
 
+from builder.core.vocabulary import CURRENCIES, SERIES
 from gateway import pagetoken
 from gateway.errors import InvalidParams, PathValidation, UnsupportedCurrency, UnsupportedSeries
 
-CURRENCIES = ("USD",)
-SERIES = ("publicado", "cierre")
 MAX_YEARS = 5
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_REVISION = re.compile(r"[1-9][0-9]*")
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_INSTANT = re.compile(
+# The forms values must take; the OpenAPI document's patterns are made from these.
+DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+REVISION = re.compile(r"[1-9][0-9]*")
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+INSTANT = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})"
 )
 
@@ -58,7 +59,7 @@ def _required(params: Mapping[str, str], name: str) -> str:
 
 def parse_date(name: str, raw: str) -> date:
     try:
-        if not _DATE.fullmatch(raw):
+        if not DATE.fullmatch(raw):
             raise ValueError(raw)
         return date.fromisoformat(raw)
     except ValueError:
@@ -143,7 +144,7 @@ RATES_PARAMS = (
 
 
 def rates_query(params: Mapping[str, str], published: int, secret: bytes) -> RatesQuery:
-    """``/v1/rates``: every rule of DECISIONS 9, in its order."""
+    """``/v1/rates``: every rule of docs/decisions.md#parameters, in its order."""
     check_names(params, RATES_PARAMS)
     currency, series = _required(params, "currency"), _required(params, "series")
     start = parse_date("from", _required(params, "from"))
@@ -156,7 +157,7 @@ def rates_query(params: Mapping[str, str], published: int, secret: bytes) -> Rat
     as_of = None
     if "as_of_revision" in params:
         raw = params["as_of_revision"]
-        if not _REVISION.fullmatch(raw) or int(raw) > published:
+        if not REVISION.fullmatch(raw) or int(raw) > published:
             raise InvalidParams(f"as_of_revision must be an integer from 1 to {published}")
         as_of = int(raw)
     query = RatesQuery(
@@ -235,7 +236,7 @@ def revisions_at(params: Mapping[str, str]) -> datetime:
     check_names(params, ("at",))
     raw = _required(params, "at").replace(" ", "+")
     try:
-        if not _INSTANT.fullmatch(raw):
+        if not INSTANT.fullmatch(raw):
             raise ValueError(raw)
         instant = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError:
@@ -265,6 +266,6 @@ def path_uuid(name: str, segment: str) -> str:
     """
     raw = unquote(segment)
     lowered = raw.lower()
-    if not _UUID.fullmatch(lowered):
+    if not UUID.fullmatch(lowered):
         raise PathValidation(name, raw)
     return lowered

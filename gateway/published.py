@@ -13,7 +13,8 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
-from builder.tree import POINTER, Tree
+from builder.tree.layout import POINTER
+from builder.tree.reader import TreeReader
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -24,7 +25,9 @@ class Published:
 
 
 class PublishedView:
-    def __init__(self, tree: Tree, memo_size: int = 1024, memo_bytes: int = 128 << 20) -> None:
+    def __init__(
+        self, tree: TreeReader, memo_size: int = 1024, memo_bytes: int = 128 << 20
+    ) -> None:
         self.tree = tree
         self._pointer_path = os.fspath(tree.site / POINTER)  # stat()ed on every request
         self._stat_key: tuple[int, int, int] | None = None

@@ -1,8 +1,9 @@
 """Per-token rate limits, exact across the worker processes of a host and across restarts.
 
-The rule (DECISIONS 9): at most ``per_min`` requests in (t - 60 s, t] and ``per_day`` per calendar
-day in Lima, per token, on the real clock. A request that passes counts; a rejected one does not.
-``Retry-After`` is the number of seconds until a request would pass, rounded up, at least 1.
+The rule (docs/decisions.md#rate-limits): at most ``per_min`` requests in (t - 60 s, t] and
+``per_day`` per calendar day in Lima, per token, on the real clock. A request that passes counts; a
+rejected one does not. ``Retry-After`` is the number of seconds until a request would pass, rounded
+up, at least 1.
 
 The arithmetic is :func:`decide`, a pure function. It needs only two facts: the instant of the
 ``per_min``-th most recent accepted request (a new one passes the minute rule exactly when that
@@ -43,7 +44,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from time import time_ns
 
-from builder.business_days import LIMA, today_in_lima
+from builder.core.business_days import today_in_lima
+from builder.core.vocabulary import LIMA
 
 RATELIMIT_DIR = "ratelimit"
 SUFFIX = ".ring"

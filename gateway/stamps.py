@@ -6,7 +6,7 @@ the text directly (122 random bits per id, version 4, RFC 4122 variant, as ``uui
 process's buffer is dropped in a forked child, so no two processes hand out the same ids.
 
 :func:`utc_now_text` is the ledger's timestamp, ISO-8601 UTC with microseconds and ``Z`` like
-:func:`builder.canonical.utc_timestamp`, from the real clock, formatting the date and time part
+:func:`builder.core.canonical.utc_timestamp`, from the real clock, formatting the date and time part
 only once a second.
 """
 

@@ -13,8 +13,8 @@ text, as the JSON wrote them: a dropped trailing zero stays dropped (``3.36``, n
 Import it as ``from tests.realdata import SunatDay, sunat_history``; keep this interface stable.
 
 The central bank's recorded answer (``bcrp_recording``) and the SBS sell history
-(``sbs_venta_history``) are read from the same folder; their origins are in the same SOURCES.md
-(sections 1 and 2).
+(``sbs_venta_history``) are read from the same folder; their origins are in the same folder's
+SOURCES.md (sections 1 and 2).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ calls :meth:`TokenStore.check` on every request.
 
 from tokens.store import (
     IssuedToken,
+    TokenConflict,
     TokenError,
+    TokenNotFound,
     TokenRecord,
     TokenStore,
     parse_token_id,
@@ -16,7 +18,9 @@ from tokens.store import (
 
 __all__ = [
     "IssuedToken",
+    "TokenConflict",
     "TokenError",
+    "TokenNotFound",
     "TokenRecord",
     "TokenStore",
     "parse_token_id",

@@ -3,8 +3,8 @@
 ``token issue`` is the one command whose last stdout line is not JSON: it prints
 ``{"id", "name", "expires"}``, then the token alone, shown once. ``revoke`` prints the revoked
 record; ``list`` prints ``{"items": [...]}`` with no secret and no hash. A refused operation
-raises :class:`~tokens.store.TokenError` for the main CLI to report. Token times use the real
-clock, never ``FXEV_NOW``.
+raises :class:`~tokens.store.TokenError` (a ``builder.core.errors.UsageError``) for the main CLI
+to report. Token times use the real clock, never ``FXEV_NOW``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import orjson
 from tokens.store import TokenStore
 
 if TYPE_CHECKING:
-    from builder.settings import Settings
+    from builder.core.settings import Settings
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # date.fromisoformat alone takes 2026-W38-1
 

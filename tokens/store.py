@@ -31,13 +31,13 @@ import sqlite3
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
-from builder.canonical import parse_utc_timestamp, utc_timestamp
+from builder.core.canonical import parse_utc_timestamp, utc_timestamp
+from builder.core.errors import Conflict, NotFound, UsageError
+from builder.core.vocabulary import LIMA
 
 TOKENS_FILE = "tokens.sqlite"
 TOKEN_PREFIX = "fxev_"
-LIMA = ZoneInfo("America/Lima")
 MAX_NAME_LENGTH = 200
 
 _TOKEN_TEXT = re.compile(r"fxev_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
@@ -59,8 +59,17 @@ CREATE INDEX IF NOT EXISTS tokens_order ON tokens(created_at, id);
 log = logging.getLogger("fxev.tokens")
 
 
-class TokenError(ValueError):
+class TokenError(UsageError, ValueError):
     """An operator asked for something the token store cannot do; nothing was changed."""
+
+
+class TokenNotFound(TokenError, NotFound):
+    """No token has the id given."""
+
+
+class TokenConflict(TokenError, Conflict):
+    """The token or its file is in a state that refuses the request (already revoked, or the
+    file is held in WAL mode by a running gateway)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -174,12 +183,12 @@ class TokenStore:
             try:
                 mode = conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
             except sqlite3.OperationalError as error:
-                raise TokenError(
+                raise TokenConflict(
                     f"{path} is in WAL mode and open elsewhere: stop the gateway once so it can"
                     f" be switched to the rollback journal ({error})"
                 ) from None
             if mode != "delete":
-                raise TokenError(f"{path}: journal mode {mode!r}, expected 'delete'")
+                raise TokenConflict(f"{path}: journal mode {mode!r}, expected 'delete'")
             conn.execute("PRAGMA synchronous=FULL")
             conn.executescript(_SCHEMA)
         except BaseException:
@@ -226,9 +235,9 @@ class TokenStore:
                 "SELECT id, revoked_at FROM tokens WHERE id = ?", (token_id,)
             ).fetchone()
             if row is None:
-                raise TokenError(f"no token with id {token_id}")
+                raise TokenNotFound(f"no token with id {token_id}")
             if row["revoked_at"] is not None:
-                raise TokenError(f"token {token_id} was already revoked at {row['revoked_at']}")
+                raise TokenConflict(f"token {token_id} was already revoked at {row['revoked_at']}")
             self.conn.execute(
                 "UPDATE tokens SET revoked_at = ? WHERE id = ?", (utc_timestamp(now), token_id)
             )
@@ -245,7 +254,7 @@ class TokenStore:
             (token_id,),
         ).fetchone()
         if row is None:
-            raise TokenError(f"no token with id {token_id}")
+            raise TokenNotFound(f"no token with id {token_id}")
         return _record(row)
 
     def list(self) -> list[TokenRecord]:

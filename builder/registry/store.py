@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from builder import faults
-from builder.canonical import parse_utc_timestamp, utc_timestamp
+from builder.core.canonical import parse_utc_timestamp, utc_timestamp
+from builder.disk import faults
 from builder.registry.chain import GENESIS_HASH, revision_hash
 from builder.registry.records import (
     DATA_TABLES,
@@ -177,6 +177,30 @@ class Registry:
 
     def observations_of_revision(self, revision: int) -> list[Observation]:
         return self._many(Observation, "revision_creada = ? ORDER BY id", (revision,))
+
+    # -- a revision as the explorer's log shows it ---------------------------------------
+
+    def count_observations_created(self, revision: int) -> int:
+        """How many observations ``revision`` created (an import creates thousands)."""
+        row = self.conn.execute(
+            "SELECT count(*) FROM observations WHERE revision_creada = ?", (revision,)
+        ).fetchone()
+        return int(row[0])
+
+    def last_observations_created(self, revision: int, limit: int) -> list[Observation]:
+        """The last ``limit`` observations ``revision`` created, by series then date, ascending."""
+        newest = self._many(
+            Observation,
+            "revision_creada = ? ORDER BY serie DESC, fecha_serie DESC, id DESC LIMIT ?",
+            (revision, limit),
+        )
+        return newest[::-1]
+
+    def failures_of_revision(self, revision: int) -> list[Event]:
+        """Events of ``revision`` tied to no observation (failed captures), in order."""
+        return self._many(
+            Event, "revision = ? AND observacion_id IS NULL ORDER BY seq", (revision,)
+        )
 
     # -- as of a revision (what the builder renders) -------------------------------------
 

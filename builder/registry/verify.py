@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from builder.registry.blobs import BlobStore
+from builder.disk.blobs import BlobStore
 from builder.registry.chain import GENESIS_HASH, revision_hash
 from builder.registry.records import DATA_TABLES, Table
 from builder.registry.store import Registry

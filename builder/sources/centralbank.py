@@ -2,7 +2,7 @@
 
 One request asks for the two daily series of the banking regulator's (SBS) close, buy
 ``PD04639PD`` and sell ``PD04640PD``, over a date range (:func:`query_url`). The answer is JSON
-served as ``text/html`` (SOURCES 3.2)::
+served as ``text/html`` (docs/sources.md#central-bank-json)::
 
     {"config": {"title": "Tipo de cambio", "series": [{"name": "...", "dec": "3"}, ...]},
      "periods": [{"name": "01.Set.26", "values": ["3.36", "3.368"]}, ...]}
@@ -18,22 +18,23 @@ positive or absurd, date more than one day after today in Lima). The answer is o
 evidence: the first row that breaks a rule fails all of it, and the message names that row.
 
 Columns are matched to sides by the names the API returns, never by position alone: the two
-names must be exactly the SBS buy and sell names of the BCRP metadata (SOURCES 3.3). A column
-named after another series (interbank, 11:00 AM, 13:30 close, euro) is refused. A figure of
-another currency under the right name cannot be told from the bytes: it is recorded as published
-and the plausibility check (a move above the threshold) flags it.
+names must be exactly the SBS buy and sell names of the BCRP metadata
+(docs/sources.md#series-codes). A column named after another series (interbank, 11:00 AM, 13:30
+close, euro) is refused. A figure of another currency under the right name cannot be told from the
+bytes: it is recorded as published and the plausibility check (a move above the threshold) flags it.
 
 Month labels: with ``/ing`` the API writes English abbreviations except September, which stays
-``Set``; with ``/esp`` Spanish ones (SOURCES 3.2). Both tables are accepted (no abbreviation
-means two different months). ``Sep`` is refused: no source shows the API writing it.
+``Set``; with ``/esp`` Spanish ones (docs/sources.md#central-bank-json). Both tables are accepted
+(no abbreviation means two different months). ``Sep`` is refused: no source shows the API writing
+it.
 
 Values carry 1 to 4 decimals (trailing zeros may be dropped, ``3.36``; a value without decimals
 is accepted for the same reason) and become canonical half-up to 3 places. Five or more decimals
 are refused: the SBS series declare 3, and 14-decimal averages are the interbank series'
-signature (SOURCES 3.3).
+signature (docs/sources.md#series-codes).
 
-A row with either side ``n.d.`` is ``n.d.`` for that date (DECISIONS 11). It is the source
-declaring no data (``nd_fuente``) only when a later date of the same answer has a value;
+A row with either side ``n.d.`` is ``n.d.`` for that date (docs/decisions.md#cross-checks). It is
+the source declaring no data (``nd_fuente``) only when a later date of the same answer has a value;
 otherwise the date is pending: nothing to record yet. Dates the answer omits (weekends, usually)
 are simply absent.
 """
@@ -74,8 +75,9 @@ SERIES_CODES: Mapping[str, SeriesCodes] = MappingProxyType(
     {SERIE: SeriesCodes(compra="PD04639PD", venta="PD04640PD")}
 )
 
-# The names the API returns in ``config.series[].name``: the metadata name (SOURCES 3.3) after
-# the group "Tipo de cambio", exactly as in the recorded answer.
+# The names the API returns in ``config.series[].name``: the metadata name
+# (docs/sources.md#series-codes) after the group "Tipo de cambio", exactly as in the recorded
+# answer.
 SERIES_NAMES: Mapping[str, str] = MappingProxyType(
     {
         "PD04639PD": "Tipo de cambio - TC Sistema bancario SBS (S/ por US$) - Compra",

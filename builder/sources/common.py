@@ -11,7 +11,7 @@ import dataclasses
 from datetime import date, timedelta
 from decimal import Decimal
 
-from builder.canonical import canonical_rate
+from builder.core.canonical import canonical_rate
 
 # A USD/PEN rate outside this open interval is not a misprint to keep but a broken value.
 MAX_PLAUSIBLE_RATE = Decimal("20")

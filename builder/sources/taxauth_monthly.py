@@ -2,8 +2,9 @@
 
 The tax authority's calendar page asks ``POST {ENDPOINT}`` with the JSON body
 ``{"anio": 2025, "mes": 10, "token": "..."}``, where ``mes`` counts from 0 (``mes=10`` is
-November) and ``token`` is a reCAPTCHA token only a browser obtains (SOURCES 2.1). The answer
-is a JSON array with two rows per date, buy (``C``) and sell (``V``), every field a string::
+November) and ``token`` is a reCAPTCHA token only a browser obtains
+(docs/sources.md#monthly-history). The answer is a JSON array with two rows per date, buy (``C``)
+and sell (``V``), every field a string::
 
     [{"fecPublica":"01/11/2025","valTipo":"3.372","codTipo":"C"},
      {"fecPublica":"01/11/2025","valTipo":"3.378","codTipo":"V"}, ...]
@@ -46,7 +47,8 @@ from builder.sources.jsontext import array_elements, expect_end, skip
 FUENTE = "taxauth_txt"
 SERIE = "publicado"
 PARSER_VERSION = "taxauth_mensual-1.0"
-# The JSON endpoint behind the calendar page (SOURCES 2.1); another host than the text file's.
+# The JSON endpoint behind the calendar page (docs/sources.md#monthly-history); another host than
+# the text file's.
 ENDPOINT = "https://e-consulta.sunat.gob.pe/cl-at-ittipcam/tcS01Alias/listarTipoCambio"
 SIDES = {"C": "compra", "V": "venta"}
 

@@ -16,8 +16,9 @@ from zoneinfo import ZoneInfo
 import pytest
 import responses
 
-from builder.capture import CaptureResult, Stores, capture_taxauth_txt
-from builder.settings import Settings, load_settings
+from builder.capture.run import CaptureResult, Stores
+from builder.capture.taxauth import capture_taxauth_txt
+from builder.core.settings import Settings, load_settings
 from tests.realdata import SunatDay, sunat_history
 
 LIMA = ZoneInfo("America/Lima")

@@ -1,9 +1,11 @@
-"""``fxev backfill``'s recording: a source's history for a range as one revision (DECISIONS 3, 11).
+"""``fxev backfill``'s recording: a source's history for a range as one revision
+(docs/operating/capture.md#backfill).
 
 The central bank answers under ``responses``: its real recorded answer, and longer ranges built
 in that answer's exact layout from real values (the SBS close of D is the tax authority's
-publication of D+1, SOURCES 1.3). The tax authority's monthly history is a saved file in its
-documented shape built from the real history (no raw answer was ever recorded, SOURCES 5).
+publication of D+1, docs/sources.md#previous-day). The tax authority's monthly history is a saved
+file in its documented shape built from the real history (no raw answer was ever recorded,
+docs/sources.md#recordings).
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from typing import Any
 import pytest
 import responses
 
-from builder.backfill import backfill_centralbank, backfill_taxauth
-from builder.business_days import business_days_between
-from builder.capture import CaptureResult, Stores
-from builder.capture_centralbank import capture_centralbank
-from builder.importer import import_csv
-from builder.settings import Settings
+from builder.capture.backfill import backfill_centralbank, backfill_taxauth
+from builder.capture.centralbank import capture_centralbank
+from builder.capture.importer import import_csv
+from builder.capture.run import CaptureResult, Stores
+from builder.core.business_days import business_days_between
+from builder.core.settings import Settings
 from builder.sources.taxauth_monthly import ENDPOINT
 from tests.builder.conftest import lima, txt_line
 from tests.realdata import SunatDay, bcrp_recording
@@ -327,7 +329,8 @@ def test_a_failed_answer_is_a_recorded_fallo_for_every_requested_date(
 def test_an_answer_with_no_value_for_a_past_range_is_a_fallo_not_no_data(
     backfill_cb: BackfillCb, stores: Stores
 ) -> None:
-    # SOURCES 3.1: a blocked or misread request can answer the right skeleton, every value n.d.
+    # docs/sources.md#central-bank-url: a blocked or misread request can answer the right skeleton,
+    # every value n.d.
     rows = [(name, "n.d.", "n.d.") for name, _, _ in RECORDED_ROWS]
     result = backfill_cb(SEP_1, SEP_8, bcrp_body(rows), lima(date(2026, 9, 30)))
     assert result.outcome == "fallo"
@@ -422,8 +425,8 @@ def test_only_the_dates_of_the_range_are_recorded(
 def test_a_real_silent_gap_raises_backfill_incompleto_and_records_the_rest(
     stores: Stores, settings: Settings, sunat: dict[date, SunatDay]
 ) -> None:
-    # SOURCES 2.3: 27 to 30 July 2024 are missing from the calendar; only the 30th (a Tuesday)
-    # is a business day: the 28th is a Sunday and the 29th a holiday.
+    # docs/sources.md#which-days: 27 to 30 July 2024 are missing from the calendar; only the 30th (a
+    # Tuesday) is a business day: the 28th is a Sunday and the 29th a holiday.
     july = month_of(sunat, 2024, 7)
     start, end = date(2024, 7, 1), date(2024, 7, 31)
     result = run_taxauth(stores, settings, start, end, monthly(july), lima(date(2024, 8, 2)))

@@ -3,7 +3,7 @@
 A synthetic registry of 150 revisions is built and published; 150 more are then written. Real
 ``python -m builder build`` processes are killed with SIGKILL: at the crash point after their first
 rendered revision (``FXEV_FAULT_KILL_AT=build_after_revision``) and at seeded random instants.
-After each kill ``PUBLISHED`` still names revision 150 and ``Tree`` answers at 150 exactly as
+After each kill ``PUBLISHED`` still names revision 150 and ``TreeReader`` answers at 150 exactly as
 before (or, when the kill landed after the pointer switch, names the whole head). A normal build
 then publishes the head, and its answers at every revision are the bytes a one-shot build of the
 same registry gives. A tree whose bytes were altered is refused on read.
@@ -27,14 +27,16 @@ from typing import Any
 import orjson
 import pytest
 
-from bench.synth import Synth
-from builder import sitelock
-from builder.build import Builder
-from builder.capture import Stores
+from builder.capture.run import Stores
+from builder.core.wire import splice_item
+from builder.publish import sitelock
+from builder.publish.build import Builder
+from builder.publish.writer import TreeWriter
 from builder.registry.store import REGISTRY_FILE
-from builder.render import splice_item
-from builder.tree import POINTER, Tree, TreeCorruptError
+from builder.tree.layout import POINTER
+from builder.tree.reader import TreeCorruptError, TreeReader
 from tests.builder.treefiles import tree_files
+from tests.support.synth import Synth
 
 SERIE = "publicado"
 FIRST, HEAD = 150, 300
@@ -60,14 +62,14 @@ class World:
 def build_in_process(home: Path, site: Path) -> None:
     stores = Stores.open(home)
     try:
-        Builder(stores.registry, stores.blobs, Tree(site)).build()
+        Builder(stores.registry, stores.blobs, TreeWriter(site)).build()
     finally:
         stores.close()
 
 
 def answers(site: Path, revision: int) -> dict[str, Any]:
     """What a reader sees at ``revision``: every item's bytes, latest, coverage, details."""
-    tree = Tree(site)
+    tree = TreeReader(site)
     published = tree.published_revision()
     assert published is not None
     spliced = tree.supersessions(tree.root(published).supersessions)
@@ -95,8 +97,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         build_in_process(home, published)
         writer.advance(HEAD - FIRST)
     build_in_process(home, fresh)
-    assert Tree(published).published_revision() == FIRST
-    assert Tree(fresh).published_revision() == HEAD
+    assert TreeReader(published).published_revision() == FIRST
+    assert TreeReader(fresh).published_revision() == HEAD
     return World(
         home=home,
         published_site=published,
@@ -135,18 +137,18 @@ def finish(world: World, site: Path) -> dict[str, Any]:
 
 def assert_published_intact(world: World, site: Path) -> None:
     assert (site / POINTER).read_bytes() == world.pointer
-    assert Tree(site).published_revision() == FIRST
+    assert TreeReader(site).published_revision() == FIRST
     assert answers(site, FIRST) == world.before
 
 
 def assert_pointer_matches_its_root(site: Path) -> None:
     pointer = orjson.loads((site / POINTER).read_bytes())
-    root = Tree(site).record_bytes(pointer["revision"])
+    root = TreeReader(site).record_bytes(pointer["revision"])
     assert pointer["root_sha256"] == hashlib.sha256(root).hexdigest()
 
 
 def assert_same_as_one_shot(world: World, site: Path) -> None:
-    assert Tree(site).published_revision() == HEAD
+    assert TreeReader(site).published_revision() == HEAD
     for revision in range(1, HEAD + 1):
         assert answers(site, revision) == answers(world.fresh_site, revision), revision
 
@@ -192,8 +194,8 @@ def test_build_killed_after_its_first_revision_keeps_the_published_revision_and_
     proc = run_build(world, site, FXEV_FAULT_KILL_AT="build_after_revision")
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
     assert_published_intact(world, site)
-    assert Tree(site).has_root(FIRST + 1)
-    assert not Tree(site).has_root(FIRST + 2)
+    assert TreeReader(site).has_root(FIRST + 1)
+    assert not TreeReader(site).has_root(FIRST + 2)
 
     result = finish(world, site)
     assert result["published_revision"] == HEAD
@@ -237,7 +239,7 @@ def test_builds_killed_at_random_instants_never_move_or_break_the_published_revi
             killed_running += 1
         process.wait(timeout=TIMEOUT)
         assert process.returncode in (0, -signal.SIGKILL)
-        if Tree(site).published_revision() == HEAD:  # it switched the pointer before dying
+        if TreeReader(site).published_revision() == HEAD:  # it switched the pointer before dying
             assert_pointer_matches_its_root(site)
             break
         assert_published_intact(world, site)
@@ -257,17 +259,17 @@ def test_a_flipped_byte_in_an_object_file_is_refused_when_read(
 ) -> None:
     site = tmp_path / "site"
     shutil.copytree(world.fresh_site, site, symlinks=True)
-    tree = Tree(site)
+    tree = TreeReader(site)
     top = tree.series_top(SERIE, HEAD)
     assert top is not None
     months = tree.node(top.hashes[0])
     month, chunk_hash = months.keys[0], months.hashes[0]
-    path = tree.objects.path(chunk_hash)
+    path = tree.object_path(chunk_hash)
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
 
-    reader = Tree(site)
+    reader = TreeReader(site)
     with pytest.raises(TreeCorruptError, match=chunk_hash):
         reader.rates(SERIE, f"{month}-01", f"{month}-31", HEAD, 0, 10)
     with pytest.raises(TreeCorruptError):
@@ -279,23 +281,23 @@ def test_a_flipped_byte_in_evidence_bytes_is_refused_when_read(
 ) -> None:
     site = tmp_path / "site"
     shutil.copytree(world.fresh_site, site, symlinks=True)
-    tree = Tree(site)
+    tree = TreeReader(site)
     item = tree.latest(SERIE, HEAD)
     assert item is not None
     detail = orjson.loads(tree.detail(item.observacion_id, HEAD) + b"}")
     meta = tree.evidence_meta(detail["observacion"]["evidencia_id"], HEAD)
     assert meta is not None
-    path = tree.objects.path(meta["sha256"])
+    path = tree.object_path(meta["sha256"])
     data = bytearray(path.read_bytes())
     data[0] ^= 0x20
     path.write_bytes(bytes(data))
     with pytest.raises(TreeCorruptError):
-        Tree(site).evidence_bytes(meta["sha256"])
+        TreeReader(site).evidence_bytes(meta["sha256"])
 
 
 def alter_record(site: Path, revision: int, old: bytes, new: bytes) -> None:
     """Replace ``old`` with ``new`` (same length) inside the stored record of ``revision``."""
-    found = Tree(site).log.location(revision)
+    found = TreeReader(site).log.location(revision)
     assert found is not None
     name, offset, length = found
     pack = Path(name)
@@ -309,7 +311,7 @@ def alter_record(site: Path, revision: int, old: bytes, new: bytes) -> None:
 def test_an_altered_observation_detail_is_refused_when_read(world: World, tmp_path: Path) -> None:
     site = tmp_path / "site"
     shutil.copytree(world.fresh_site, site, symlinks=True)
-    tree = Tree(site)
+    tree = TreeReader(site)
     item = tree.latest(SERIE, HEAD)
     assert item is not None
     written, _ = tree.detail_versions(item.observacion_id)[-1]
@@ -318,16 +320,16 @@ def test_an_altered_observation_detail_is_refused_when_read(world: World, tmp_pa
     compra = orjson.loads(detail + b"}")["observacion"]["compra"]
     alter_record(site, written, f'"compra":"{compra}"'.encode(), b'"compra":"9.999"')
     with pytest.raises(TreeCorruptError, match=f"revision record {written} does not match"):
-        Tree(site).detail(item.observacion_id, HEAD)
+        TreeReader(site).detail(item.observacion_id, HEAD)
 
 
 def test_a_flipped_byte_in_the_published_record_is_refused(world: World, tmp_path: Path) -> None:
     site = tmp_path / "site"
     shutil.copytree(world.fresh_site, site, symlinks=True)
-    ts_commit = Tree(site).root(HEAD).ts_commit
+    ts_commit = TreeReader(site).root(HEAD).ts_commit
     forged = ts_commit[:-2] + ("1" if ts_commit[-2] != "1" else "2") + ts_commit[-1]
     alter_record(site, HEAD, ts_commit.encode(), forged.encode())
-    reader = Tree(site)
+    reader = TreeReader(site)
     with pytest.raises(TreeCorruptError, match=f"revision record {HEAD} does not match"):
         reader.root(HEAD)
     with pytest.raises(TreeCorruptError):
@@ -342,13 +344,13 @@ def test_an_altered_earlier_record_is_refused_at_its_revision_and_below_only(
     site = tmp_path / "site"
     shutil.copytree(world.fresh_site, site, symlinks=True)
     whole = ("1900-01-01", "2999-12-31", HEAD, 0, 10**6)
-    before = Tree(world.fresh_site).rates(SERIE, *whole)
-    ts_commit = Tree(site).root(10).ts_commit
+    before = TreeReader(world.fresh_site).rates(SERIE, *whole)
+    ts_commit = TreeReader(site).root(10).ts_commit
     forged = ts_commit.replace(ts_commit[:4], str(int(ts_commit[:4]) + 1), 1)
     alter_record(site, 10, ts_commit.encode(), forged.encode())
     with pytest.raises(TreeCorruptError, match="revision record 10 does not match"):
-        Tree(site).root(10)
+        TreeReader(site).root(10)
     with pytest.raises(TreeCorruptError, match="revision record 10 does not match"):
-        Tree(site).rates(SERIE, "1900-01-01", "2999-12-31", 10, 0, 10)
-    assert Tree(site).root(11).revision == 11
-    assert Tree(site).rates(SERIE, *whole) == before
+        TreeReader(site).rates(SERIE, "1900-01-01", "2999-12-31", 10, 0, 10)
+    assert TreeReader(site).root(11).revision == 11
+    assert TreeReader(site).rates(SERIE, *whole) == before

@@ -15,10 +15,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bench.synth import Synth
-from builder import sitelock
-from builder.tree import POINTER, Tree
+from builder.publish import sitelock
+from builder.tree import layout
+from builder.tree.layout import POINTER
+from builder.tree.reader import TreeReader
 from tests.builder.treefiles import tree_files
+from tests.support.synth import Synth
 
 HEAD = 40
 TIMEOUT = 60
@@ -71,7 +73,7 @@ def test_a_build_waits_for_the_build_holding_the_site_lock(home: Path, tmp_path:
         assert not (site / POINTER).exists()
         assert not (site / "revisions").exists()
     assert result_of(process)["published_revision"] == HEAD
-    assert Tree(site).published_revision() == HEAD
+    assert TreeReader(site).published_revision() == HEAD
 
 
 def test_two_builds_started_together_render_each_revision_once(home: Path, tmp_path: Path) -> None:
@@ -89,11 +91,11 @@ def test_a_build_sweeps_the_temporary_files_a_killed_build_left(home: Path, tmp_
     killed = start_build(home, site, FXEV_FAULT_KILL_AT="build_staged_write")
     killed.communicate(timeout=TIMEOUT)
     assert killed.returncode == -signal.SIGKILL
-    staging = sitelock.staging_dir(site)
+    staging = layout.staging_dir(site)
     left = [name for name in os.listdir(staging) if name.startswith(sitelock.TEMP_PREFIX)]
     assert len(left) == 1
     assert not (site / POINTER).exists()
 
     assert result_of(start_build(home, site))["published_revision"] == HEAD
     assert os.listdir(staging) == []
-    assert Tree(site).published_revision() == HEAD
+    assert TreeReader(site).published_revision() == HEAD

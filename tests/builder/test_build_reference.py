@@ -1,9 +1,9 @@
 """The built tree answers what the registry says, at every revision.
 
-A synthetic registry (``bench.synth``: 500 capture runs over ~85 days with corrections, some
+A synthetic registry (``tests.support.synth``: 500 capture runs over ~85 days with corrections, some
 corrected twice, failed runs, whole-day outages, uncaptured days and a low plausibility
 threshold) is built once. Then, for seeded random queries at random revisions, every answer read
-through ``Tree`` is compared with one computed directly from the registry by plain SQL written
+through ``TreeReader`` is compared with one computed directly from the registry by plain SQL written
 here:
 
 - valid observation at R: created at or before R, and no observation created at or before R
@@ -28,15 +28,17 @@ from typing import Any
 import orjson
 import pytest
 
-from bench.synth import Synth, SynthStats
-from builder import business_days
-from builder.build import Builder
-from builder.capture import Stores
+from builder.capture.run import Stores
+from builder.core import business_days
+from builder.core.settings import load_settings
+from builder.core.wire import splice_item
+from builder.publish.build import Builder
+from builder.publish.writer import TreeWriter
 from builder.registry.store import REGISTRY_FILE
-from builder.render import GAP_CRITERION, splice_item
-from builder.settings import load_settings
-from builder.tree import Tree
+from builder.render.api import GAP_CRITERION
+from builder.tree.reader import TreeReader
 from tests.builder.treefiles import tree_files
+from tests.support.synth import Synth, SynthStats
 
 SERIE = "publicado"
 FAILURE_TYPES = ("fuente_no_disponible", "invariante_fallida", "cambio_formato", "tunel_caido")
@@ -63,7 +65,7 @@ def synth(home: Path, seed: int) -> Synth:
 def build(home: Path, site: Path) -> tuple[int, ...]:
     stores = Stores.open(home)
     try:
-        return Builder(stores.registry, stores.blobs, Tree(site)).build().built
+        return Builder(stores.registry, stores.blobs, TreeWriter(site)).build().built
     finally:
         stores.close()
 
@@ -244,7 +246,7 @@ class Built:
         self.home = home
         self.site = site
         self.stats = stats
-        self.tree = Tree(site)
+        self.tree = TreeReader(site)
         self.ref = Reference(home)
         published = self.tree.published_revision()
         assert published is not None
@@ -581,4 +583,4 @@ def test_an_incremental_build_renders_only_the_new_revisions(tmp_path: Path) -> 
         assert build(home, site) == ()
         writer.advance(3)
         assert build(home, site) == (31, 32, 33)
-    assert Tree(site).published_revision() == 33
+    assert TreeReader(site).published_revision() == 33

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import responses
 
-from builder.capture import CaptureResult, Stores
-from builder.capture_centralbank import capture_centralbank
-from builder.crosscheck import RULE_TEXT
-from builder.importer import import_csv
-from builder.settings import Settings
+from builder.capture.centralbank import capture_centralbank
+from builder.capture.crosscheck import RULE_TEXT
+from builder.capture.importer import import_csv
+from builder.capture.run import CaptureResult, Stores
+from builder.core.settings import Settings
 from tests.builder.conftest import lima
 from tests.realdata import SunatDay, bcrp_recording
 
@@ -32,7 +32,8 @@ CLOSES = {
     "2026-09-04": ("3.360", "3.369"),
     "2026-09-07": ("3.351", "3.372"),
 }
-# Each publication of the tax authority and the close it must equal (DECISIONS 11).
+# Each publication of the tax authority and the close it must equal
+# (docs/decisions.md#cross-checks).
 COUNTERPART = {
     "2026-09-02": "2026-09-01",
     "2026-09-03": "2026-09-02",

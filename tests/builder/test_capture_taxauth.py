@@ -23,12 +23,13 @@ from typing import Any
 import pytest
 import requests
 
-from builder.alerts import AlertError
-from builder.canonical import utc_timestamp
-from builder.capture import CaptureResult, DateOutcome, Stores, capture_taxauth_txt
+from builder.capture.run import CaptureResult, DateOutcome, Stores
+from builder.capture.taxauth import capture_taxauth_txt
 from builder.cli import main
+from builder.core.canonical import utc_timestamp
+from builder.core.settings import Settings
+from builder.ops.alerts import AlertError
 from builder.registry.records import Event, Evidence, Observation
-from builder.settings import Settings
 from tests.builder.conftest import NOW, TAXAUTH_URL, lima, txt_line
 from tests.realdata import SunatDay
 

@@ -1,7 +1,7 @@
 """``fxev backfill`` end to end: ``python -m builder backfill`` as a subprocess on a saved answer.
 
 The saved answers are the tax authority's monthly history in its documented shape, built from
-the real history (SOURCES 2.1; no raw answer was ever recorded). A recorded outcome, a failure
+the real history (docs/sources.md#recordings). A recorded outcome, a failure
 too, exits 0 with the capture shape as the last line of stdout; a request that cannot run exits
 non-zero with one line on stderr and writes nothing.
 """
@@ -116,7 +116,7 @@ def test_a_saved_month_is_recorded_then_recaptured_and_bad_requests_change_nothi
 
 
 def test_a_silent_gap_is_alerted_and_the_operator_resolves_it(fxev: Fxev, tmp_path: Path) -> None:
-    # SOURCES 2.3: the calendar lacks 27 to 30 July 2024; the 30th is a business day.
+    # docs/sources.md#which-days: the calendar lacks 27 to 30 July 2024; the 30th is a business day.
     saved = saved_month(tmp_path / "julio.json", 2024, 7)
     ran = fxev(*backfill("--from", "2024-07-01", "--to", "2024-07-31", "--from-file", str(saved)))
     assert ran.code == 0, ran.stderr

@@ -27,7 +27,8 @@ from typing import Any
 
 import pytest
 
-from builder import cli, faults
+from builder import cli
+from builder.disk import faults
 from builder.registry.records import DATA_TABLES
 from tests.builder.localserver import LocalServer
 

@@ -19,9 +19,9 @@ import requests
 from warcio.archiveiterator import ArchiveIterator
 
 from builder import cli
-from builder.capture import Stores
-from builder.importer import import_csv
-from builder.warc_export import archived_headers, export_warc, plan_record, target_uri
+from builder.capture.importer import import_csv
+from builder.capture.run import Stores
+from builder.publish.warc import archived_headers, export_warc, plan_record, target_uri
 from tests.builder.conftest import NOW, TAXAUTH_URL
 from tests.builder.test_capture_taxauth import Capture
 

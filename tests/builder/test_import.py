@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.capture import Stores
-from builder.importer import ImportError_, import_csv
+from builder.capture.importer import import_csv
+from builder.capture.run import Stores
+from builder.sources.import_csv import ImportFileError
 from tests.builder.conftest import NOW
 
 CSV = b"fecha_serie,compra,venta\n2026-09-18,3.35,3.3625\n2026-09-19,3.354,3.362\n"
@@ -65,7 +66,7 @@ def test_importing_the_same_file_twice_records_nothing_the_second_time(stores, t
 )
 def test_a_bad_file_is_rejected_whole_and_changes_nothing(stores, tmp_path, data, message):
     import_csv(stores, write(tmp_path, CSV, "good.csv"), "ana", "origin", NOW)
-    with pytest.raises(ImportError_, match=message):
+    with pytest.raises(ImportFileError, match=message):
         import_csv(stores, write(tmp_path, data), "ana", "origin", NOW)
     assert stores.registry.head().revision == 1
 

@@ -4,17 +4,23 @@ real HTTP to servers on 127.0.0.1, so no ``responses`` here."""
 
 from __future__ import annotations
 
+import ctypes
 import socket
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from builder.capture import Stores, capture_taxauth_txt
-from builder.capture_centralbank import capture_centralbank
-from builder.health import (
+from builder.capture.centralbank import capture_centralbank
+from builder.capture.run import Stores
+from builder.capture.taxauth import capture_taxauth_txt
+from builder.core.settings import Settings
+from builder.ops import health
+from builder.ops.health import (
     STA_UNSYNC,
     TIME_ERROR,
     check_disk,
@@ -24,7 +30,6 @@ from builder.health import (
     ntp_state_of,
     read_adjtimex,
 )
-from builder.settings import Settings
 from tests.builder.conftest import NOW, lima
 from tests.builder.localserver import LocalServer
 
@@ -60,8 +65,64 @@ def test_ntp_state_from_adjtimex(result: int | None, status: int, state: str) ->
     assert ntp_state(lambda: (result, status)) == state
 
 
-def test_this_machines_ntp_state_is_one_of_the_three() -> None:
-    assert ntp_state(read_adjtimex) in {"sincronizado", "no_sincronizado", "no_verificado"}
+class FakeLibc:
+    """Stands for libc: its ``adjtimex`` fills in the status bits as the kernel does."""
+
+    def __init__(self, result: int, status: int) -> None:
+        self.result, self.status = result, status
+        self.modes: list[int] = []
+
+    def adjtimex(self, timex: Any) -> int:
+        self.modes.append(timex._obj.modes)
+        timex._obj.status = self.status
+        return self.result
+
+
+@pytest.mark.parametrize(
+    ("result", "status", "read", "state"),
+    [
+        (0, 0, (0, 0), "sincronizado"),
+        (TIME_ERROR, STA_UNSYNC, (TIME_ERROR, STA_UNSYNC), "no_sincronizado"),
+        (0, STA_UNSYNC | 0x2000, (0, STA_UNSYNC | 0x2000), "no_sincronizado"),
+        (-1, 0, (None, 0), "no_verificado"),  # EPERM, ENOSYS...: the call failed
+    ],
+)
+def test_adjtimex_is_called_read_only_and_its_answer_read_back(
+    monkeypatch: pytest.MonkeyPatch,
+    result: int,
+    status: int,
+    read: tuple[int | None, int],
+    state: str,
+) -> None:
+    libc = FakeLibc(result, status)
+    monkeypatch.setattr(health, "_libc", lambda: libc)
+    assert read_adjtimex() == read
+    assert ntp_state() == state
+    assert libc.modes == [0, 0]  # modes 0: a read, never an adjustment of the clock
+
+
+@pytest.mark.parametrize("missing", [OSError("no libc"), object()], ids=["no-libc", "no-symbol"])
+def test_no_adjtimex_to_call_is_no_verificado(
+    monkeypatch: pytest.MonkeyPatch, missing: object
+) -> None:
+    def libc() -> object:
+        if isinstance(missing, BaseException):
+            raise missing
+        return missing  # a libc without adjtimex: AttributeError
+
+    monkeypatch.setattr(health, "_libc", libc)
+    assert read_adjtimex() == (None, 0)
+    assert ntp_state() == "no_verificado"
+
+
+@pytest.mark.skipif(
+    sys.platform != "linux" or ctypes.sizeof(ctypes.c_long) != 8, reason="64-bit Linux layout"
+)
+def test_the_struct_passed_to_the_kernel_has_its_64_bit_linux_layout() -> None:
+    # <sys/timex.h>: 208 bytes, status at byte 40; a smaller struct would be overwritten past
+    # its end, a misplaced status would read another field.
+    assert ctypes.sizeof(health._Timex) == 208
+    assert health._Timex.status.offset == 40
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.revlog import PACK_SIZE, RevisionLog
+from builder.publish.revlog import RevisionLogWriter as RevisionLog
+from builder.tree.revlog import PACK_SIZE
 
 
 def records(count: int) -> list[bytes]:

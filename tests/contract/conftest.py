@@ -22,7 +22,7 @@ import orjson
 import pytest
 import requests
 
-from builder.tree import Tree
+from builder.tree.reader import TreeReader
 
 ROOT = Path(__file__).resolve().parents[2]
 # Fixed "now" (a Monday in Lima): hoy_lima and the demo's capture instants are deterministic.
@@ -243,7 +243,7 @@ def corrupt_gateway(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -
     base = tmp_path_factory.mktemp("corrupt")
     shutil.copytree(demo_home / "home", base / "home")
     shutil.copytree(demo_home / "site", base / "site", symlinks=True)
-    tree = Tree(base / "site")
+    tree = TreeReader(base / "site")
     published = tree.published_revision()
     assert published is not None
     for link in (base / "site" / "evidence").glob("*.json"):
@@ -269,7 +269,7 @@ def tampered_record_gateway(
     base = tmp_path_factory.mktemp("tampered")
     shutil.copytree(demo_home / "home", base / "home")
     shutil.copytree(demo_home / "site", base / "site", symlinks=True)
-    found = Tree(base / "site").log.location(TAMPERED_REVISION)
+    found = TreeReader(base / "site").log.location(TAMPERED_REVISION)
     assert found is not None
     name, offset, length = found
     pack = Path(name)

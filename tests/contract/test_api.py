@@ -1,4 +1,4 @@
-"""The HTTP contract (SPEC + DECISIONS 4, 5, 8, 9) against a real gateway process."""
+"""The HTTP contract (docs/api.md, docs/decisions.md) against a real gateway process."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def correction(gateway: Gateway) -> tuple[dict[str, Any], dict[str, Any]]:
     return old, new
 
 
-# -- errors, one row of the SPEC table (and DECISIONS 9 overrides) at a time ------------------
+# -- errors, one row of the error table (docs/decisions.md#errors) at a time ------------------
 
 
 @pytest.mark.parametrize(
@@ -241,7 +241,8 @@ def test_an_altered_revision_record_answers_internal_rather_than_its_data(
     assert tampered_record_gateway.get(SEPT + "&as_of_revision=3").status_code == 200
 
 
-# -- before the first build (DECISIONS 4) -----------------------------------------------------
+# -- before the first build
+# (docs/decisions.md#revisions)--------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -523,7 +524,8 @@ def test_freshness_reports_each_series_and_open_alerts(gateway: Gateway) -> None
     assert body["ntp"] in {"sincronizado", "no_sincronizado", "no_verificado"}
 
 
-# -- as-of responses (DECISIONS 5) ------------------------------------------------------------
+# -- as-of responses
+# (docs/decisions.md#as-of)---------------------------------------------------------
 
 
 def test_as_of_response_is_deterministic_and_immutable(gateway: Gateway) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from builder.capture.crosscheck import RULE_TEXT
 from tests.builder.localserver import LocalServer
 from tests.contract.conftest import (
     Gateway,
@@ -42,7 +43,7 @@ def test_publications_carry_their_cross_check_before_cierre_is_served(gateway: G
         assert cotejo["resultado"] == "ok"
         assert cotejo["revision"] == PUBLISHED
         assert cotejo["contraparte_fecha"] == "2026-09-04"
-        assert "hábil" in cotejo["regla"]
+        assert cotejo["regla"] == RULE_TEXT  # the rule applied, served as recorded
         friday_close = friday_close or cotejo["contraparte_observacion_id"]
         assert cotejo["contraparte_observacion_id"] == friday_close
         assert items[fecha]["tiene_discrepancia_abierta"] is False

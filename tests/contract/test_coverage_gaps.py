@@ -1,4 +1,5 @@
-"""Coverage through the gateway: every gap reason of DECISIONS 8 and their precedence.
+"""Coverage through the gateway: every gap reason of docs/decisions.md#coverage and their
+precedence.
 
 A fresh home is filled only through the ``fxev`` CLI, from a local HTTP server standing in for
 the central bank:

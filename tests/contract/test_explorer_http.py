@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from builder.alerts import AlertStore
+from builder.ops.alerts import AlertStore
 from tests.contract.conftest import Gateway, fxev, issue_token, ledger_entries
 from tests.contract.test_api import assert_api_error
 

@@ -1,6 +1,8 @@
-"""The field set of every response kind, against a checked-in snapshot (DECISIONS 9).
+"""The field set of every response kind, against a checked-in snapshot
+(docs/decisions.md#field-additions).
 
-SPEC versioning 3: in ``/v1`` fields are only added, never removed or renamed. ``field_sets.json``
+docs/decisions.md#field-additions: in ``/v1`` fields are only added, never removed or renamed.
+``tests/fixtures/field_sets.json`` (shared with tests/unit/test_openapi.py)
 holds, per response kind, the sorted key paths of its JSON body: ``a.b`` for a key of a nested
 object, ``a[].b`` for a key of the objects inside an array (the union over its elements, and every
 element must have every key its siblings have). The ``detalle`` of events and alerts depends on the
@@ -23,7 +25,7 @@ import requests
 
 from tests.contract.conftest import Gateway, _running, copy_demo, fxev
 
-SNAPSHOT_PATH = Path(__file__).with_name("field_sets.json")
+SNAPSHOT_PATH = Path(__file__).resolve().parents[1] / "fixtures" / "field_sets.json"
 SNAPSHOT: dict[str, Any] = orjson.loads(SNAPSHOT_PATH.read_bytes())
 
 RATES = "/v1/rates?currency=USD&series=publicado&from=2026-09-15&to=2026-09-30"
@@ -84,12 +86,12 @@ def differences(where: str, seen: Iterable[str], expected: Iterable[str]) -> lis
     present, wanted = set(seen), set(expected)
     problems = [
         f"{where}: {path!r} is in the snapshot but not in the response: removed or renamed"
-        " (SPEC versioning 3 allows additions only)"
+        " (fields are only ever added)"
         for path in sorted(wanted - present)
     ]
     problems += [
         f"{where}: {path!r} is new: if the addition is deliberate, add it to"
-        f" tests/contract/{SNAPSHOT_PATH.name} in the same commit"
+        f" tests/fixtures/{SNAPSHOT_PATH.name} in the same commit"
         for path in sorted(present - wanted)
     ]
     return problems

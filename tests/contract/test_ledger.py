@@ -1,5 +1,6 @@
-"""The request ledger (DECISIONS 5) on a real gateway: what it records, `fxev requests show`,
-503 when it cannot be written, and nothing a client received lost when the gateway is killed."""
+"""The request ledger (docs/decisions.md#ledger) on a real gateway: what it records, `fxev requests
+show`, 503 when it cannot be written, and nothing a client received lost when the gateway is
+killed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Per-token rate limits on a real 2-worker gateway (DECISIONS 9), with small configured limits."""
+"""Per-token rate limits on a real 2-worker gateway (docs/decisions.md#rate-limits), with small
+configured limits."""
 
 from __future__ import annotations
 

@@ -21,9 +21,10 @@ from typing import Any
 import orjson
 import pytest
 
-from builder.revision import RevisionRecord
-from builder.revlog import RevisionLog
-from builder.tree import POINTER, Tree
+from builder.publish.revlog import RevisionLogWriter
+from builder.tree.layout import POINTER
+from builder.tree.reader import TreeReader
+from builder.tree.revision import RevisionRecord
 from tests.contract.conftest import Gateway, run_fxev
 
 LATEST = "/v1/rates/latest?currency=USD&series=publicado"
@@ -51,12 +52,12 @@ def forge_record(
 ) -> None:
     """Rewrite record ``revision`` with ``edit``, then re-link every later record and the pointer
     to the new hashes, as a forger who recomputes every hash would."""
-    tree = Tree(site)
+    tree = TreeReader(site)
     published = tree.published_revision()
     assert published is not None
     records = [RevisionRecord.decode(tree.record_bytes(n)) for n in range(1, published + 1)]
     shutil.rmtree(site / "revisions")
-    log = RevisionLog(site / "revisions")
+    log = RevisionLogWriter(site / "revisions")
     hashes: dict[int, str] = {}
     for record in records:
         if record.revision == revision:
@@ -159,8 +160,8 @@ def test_a_value_changed_in_the_site_fails(private_gateway: Gateway) -> None:
     detail = latest_detail(private_gateway)
     obs_id = detail["observacion"]["id"]
     site = private_gateway.site
-    written, digest = Tree(site).detail_versions(obs_id)[-1]
-    original = Tree(site).detail(obs_id, written)
+    written, digest = TreeReader(site).detail_versions(obs_id)[-1]
+    original = TreeReader(site).detail(obs_id, written)
     assert original is not None
     altered = original.replace(b'"venta":"3.364"', b'"venta":"3.365"', 1)
     forge_record(
@@ -188,7 +189,7 @@ def test_evidence_bytes_swapped_in_the_site_fail(private_gateway: Gateway) -> No
     obs_id, ev_id = detail["observacion"]["id"], detail["observacion"]["evidencia_id"]
     site = private_gateway.site
     written = int(os.readlink(site / "evidence" / f"{ev_id}.json"))
-    meta = Tree(site).evidence_meta(ev_id, written)
+    meta = TreeReader(site).evidence_meta(ev_id, written)
     assert meta is not None
     objects = site / "objects" / "sha256"
     original = (objects / meta["sha256"][:2] / meta["sha256"]).read_bytes()

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from builder.backfill import BackfillError, check_request, missing_dates, parse_date
+from builder.capture.backfill import BackfillError, check_request, missing_dates, parse_date
 
 SEP_1, SEP_8 = date(2026, 9, 1), date(2026, 9, 8)
 RECORDED = {date(2026, 9, d) for d in (1, 2, 3, 4, 7)}  # the real answer's valued dates

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.business_days import (
+from builder.core.business_days import (
     LIMA,
     business_days_between,
     count_business_days_after,
@@ -67,7 +67,7 @@ def test_listed_non_working_monday_is_not_a_business_day_with_the_csv_motive() -
 
 
 def test_every_listed_non_working_day_is_a_weekday_the_holidays_package_does_not_know() -> None:
-    resource = importlib.resources.files("builder") / "data" / "non_working_days.csv"
+    resource = importlib.resources.files("builder.core") / "data" / "non_working_days.csv"
     rows = list(csv.DictReader(resource.read_text(encoding="utf-8").splitlines()))
     assert rows, "the data file lists at least one day"
     for row in rows:

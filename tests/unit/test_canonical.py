@@ -1,4 +1,5 @@
-"""Canonical rates (Decimal, half-up, exactly 3 places) and UTC timestamps (DECISIONS 6, 5)."""
+"""Canonical rates (Decimal, half-up, exactly 3 places) and UTC timestamps
+(docs/decisions.md#values)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from builder.canonical import (
+from builder.core.canonical import (
     canonical_rate,
     decimal_places,
     parse_utc_timestamp,

@@ -1,4 +1,4 @@
-"""The central bank's (BCRP) answer for the SBS close (DECISIONS 6 and 11, SOURCES 3).
+"""The central bank's (BCRP) answer for the SBS close (docs/sources.md#central-bank-json).
 
 Every hostile body is derived, in the test, from the real recorded answer of 09 Sep 2026.
 """
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from builder.plausibility import plausibility_reasons
+from builder.capture.plausibility import plausibility_reasons
+from builder.core.settings import CENTRALBANK_URL
 from builder.registry.records import Observation
-from builder.settings import CENTRALBANK_URL
 from builder.sources.centralbank import (
     PARSER_VERSION,
     SERIES_CODES,
@@ -376,7 +376,8 @@ def cierre_observation(rate: ParsedRate) -> Observation:
 
 def test_euro_sized_figure_under_the_right_name_is_kept_and_marked_implausible() -> None:
     # The bytes cannot tell a euro figure from a dollar one when the name is right: the value is
-    # recorded as published and the plausibility check flags the move (DECISIONS 6).
+    # recorded as published and the plausibility check flags the move
+    # (docs/decisions.md#plausibility).
     answer = parse(with_row("07.Set.26", "3.351", "3.951"))
     previous, last = answer.rates[-2], answer.rates[-1]
     assert (last.compra, last.venta) == ("3.351", "3.951")

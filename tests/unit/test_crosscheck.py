@@ -1,4 +1,5 @@
-"""The cross-check rule between the published rate and the SBS close (DECISIONS 8 and 11).
+"""The cross-check rule between the published rate and the SBS close
+(docs/decisions.md#cross-checks).
 
 Checked against the real 2026 history: the central bank's SBS sell series (pen-radar CSV) and
 the recorded BCRP answer, against the tax authority's publications (ivanjoz JSON).
@@ -12,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from builder.business_days import business_days_between, is_business_day
-from builder.canonical import canonical_rate
-from builder.crosscheck import RULE_TEXT, compare, counterpart_date
+from builder.capture.crosscheck import compare, counterpart_date
+from builder.core.business_days import business_days_between, is_business_day
+from builder.core.canonical import canonical_rate
 from builder.sources.centralbank import parse_response
 from builder.sources.common import ParsedRate
 from tests.realdata import bcrp_recording, sbs_venta_history, sunat_history
@@ -26,15 +27,31 @@ def rate(compra: str, venta: str, fecha: date = date(2026, 9, 7)) -> ParsedRate:
     return ParsedRate(fecha_serie=fecha, compra_cruda=compra, venta_cruda=venta, fragmento="")
 
 
-def test_rule_is_stated_in_spanish_words_a_person_can_check() -> None:
-    for words in (
-        "día D",
-        "cierre SBS",
-        "último día hábil anterior a D",
-        "nd_fuente",
-        "3 decimales",
-    ):
-        assert words in RULE_TEXT
+def ten_thousandths(n: int) -> str:
+    """``n`` ten-thousandths as plain decimal text: 33605 -> ``3.3605``."""
+    return f"{n // 10_000}.{n % 10_000:04d}"
+
+
+def at_three_decimals_half_up(n: int) -> int:
+    """``n`` ten-thousandths rounded half-up to thousandths (an oracle apart from the code)."""
+    return (n + 5) // 10
+
+
+@given(
+    published=st.tuples(st.integers(30_000, 40_000), st.integers(30_000, 40_000)),
+    apart=st.tuples(st.integers(-15, 15), st.integers(-15, 15)),
+)
+def test_compare_is_ok_exactly_when_both_sides_agree_at_three_decimals_half_up(
+    published: tuple[int, int], apart: tuple[int, int]
+) -> None:
+    """What RULE_TEXT states and every cotejo records: both sides equal at 3 decimals."""
+    close = (published[0] + apart[0], published[1] + apart[1])
+    agree = all(
+        at_three_decimals_half_up(mine) == at_three_decimals_half_up(theirs)
+        for mine, theirs in zip(published, close, strict=True)
+    )
+    found = compare(rate(*map(ten_thousandths, published)), rate(*map(ten_thousandths, close)))
+    assert found == ("ok" if agree else "discrepante")
 
 
 @pytest.mark.parametrize(

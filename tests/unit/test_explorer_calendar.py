@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from builder.explorer.calendar import year_calendar
+from builder.render.explorer.calendar import year_calendar
 
 FIRST, LAST = date(2026, 1, 2), date(2026, 9, 21)
 

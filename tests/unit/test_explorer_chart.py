@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from builder.explorer.chart import ChartPoint, nice_step, y_range, year_chart
+from builder.render.explorer.chart import ChartPoint, nice_step, y_range, year_chart
 
 
 def parse(points: str) -> list[tuple[float, float]]:

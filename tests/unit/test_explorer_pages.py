@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 import pytest
 
-from builder.explorer import pages
+from builder.render.explorer import pages
 from gateway.explorer import fill_markers, page_policy, same_origin_post, wants_html
 
 HOSTILE = '</pre><script>alert(1)</script><!--fxev:alertas-->"'

@@ -1,6 +1,6 @@
 """The OpenAPI document: valid 3.1, deterministic, and agreeing with the gateway and the snapshot.
 
-The snapshot of every response's field set (``tests/contract/field_sets.json``) is what the API
+The snapshot of every response's field set (``tests/fixtures/field_sets.json``) is what the API
 really sends; every path in it must be described by the document's schema of that response.
 """
 
@@ -16,10 +16,16 @@ import orjson
 import pytest
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from gateway import app, errors, openapi, params
+from gateway import app, errors, openapi, pagetoken, params
 
-SNAPSHOT = orjson.loads((Path(__file__).parents[1] / "contract" / "field_sets.json").read_bytes())
+SNAPSHOT = orjson.loads((Path(__file__).parents[1] / "fixtures" / "field_sets.json").read_bytes())
 DOC = openapi.DOCUMENT
+PUBLISHED = 42
+SECRET = b"k" * 32
+RATES_QUERY = {"currency": "USD", "series": "publicado", "from": "2026-09-01", "to": "2026-09-30"}
+SIGNED_PAGE_TOKEN = pagetoken.sign(
+    SECRET, 5, params.rates_query(RATES_QUERY, PUBLISHED, SECRET).query_key, 366
+)
 # Response kind of the snapshot -> (path, status) of the document that describes it.
 KINDS = {
     "alerts": ("/v1/alerts", "200"),
@@ -172,28 +178,47 @@ def test_query_parameters_are_those_the_gateway_accepts() -> None:
     assert [resolve(p)["name"] for p in latest] == ["currency", "series"]
 
 
+def documented(schema: dict[str, Any], value: str) -> bool:
+    """Whether a query value has the form the document's parameter schema gives."""
+    if "pattern" in schema:
+        return re.fullmatch(schema["pattern"], value) is not None
+    assert schema["type"] == "integer", schema
+    return re.fullmatch(r"-?[0-9]+", value) is not None and int(value) >= schema["minimum"]
+
+
+def gateway_accepts(parameter: str, value: str) -> bool:
+    """Whether the gateway's own validation takes ``value`` (the rest of the query valid)."""
+    try:
+        if parameter == "at":
+            params.revisions_at({"at": value})
+        else:
+            params.rates_query(RATES_QUERY | {parameter: value}, PUBLISHED, SECRET)
+    except errors.InvalidParams:
+        return False
+    return True
+
+
 @pytest.mark.parametrize(
     ("parameter", "accepted", "refused"),
     [
-        ("as_of_revision", ["1", "42"], []),
-        ("from", ["2026-09-21"], ["2026-9-21", "21/09/2026"]),
-        ("at", ["2026-09-21T20:00Z", "2026-09-21T20:00:00.5-05:00"], ["2026-09-21T20:00:00"]),
-        ("page_token", ["5.366." + "A" * 43], ["abc", "0.0." + "A" * 43]),
+        ("as_of_revision", ["1", "42"], ["0", "-1", "1.0", "x", ""]),
+        ("from", ["2026-09-21", "2026-09-01"], ["2026-9-21", "21/09/2026", "2026-09-21T00:00Z"]),
+        (
+            "at",
+            ["2026-09-21T20:00Z", "2026-09-21T20:00:00.5-05:00"],
+            ["2026-09-21T20:00:00", "2026-09-21", "2026-09-21T20Z"],
+        ),
+        ("page_token", [SIGNED_PAGE_TOKEN], ["abc", "0.0." + "A" * 43, "5.366." + "A" * 42]),
     ],
 )
-def test_parameter_patterns_are_those_the_gateway_checks(
+def test_parameter_forms_are_those_the_gateway_checks(
     parameter: str, accepted: list[str], refused: list[str]
 ) -> None:
     schema = DOC["components"]["parameters"][parameter]["schema"]
-    pattern = schema.get("pattern")
-    if pattern is None:  # as_of_revision: an integer, minimum 1
-        assert schema == {"type": "integer", "minimum": 1}
-        assert "[1-9][0-9]*" in DOC["components"]["parameters"][parameter]["description"]
-        return
     for value in accepted:
-        assert re.fullmatch(pattern, value), value
+        assert documented(schema, value) and gateway_accepts(parameter, value), value
     for value in refused:
-        assert not re.fullmatch(pattern, value), value
+        assert not documented(schema, value) and not gateway_accepts(parameter, value), value
 
 
 def test_path_ids_are_uuids_of_any_case() -> None:
@@ -204,13 +229,61 @@ def test_path_ids_are_uuids_of_any_case() -> None:
     assert not re.fullmatch(schema["pattern"], "ae837d671520-44f3-b959-0020d7590bb0")
 
 
-def test_description_states_the_models_limits_and_consumer_guidance() -> None:
-    text = DOC["info"]["description"]
-    for phrase in (
-        "share an upstream origin",
-        "not against tampering at the storage level",
-        "detected only indirectly, by a later cross-check",
-        "Keep observacion_id and dataset_revision with every value taken",
-        "Parse compra and venta with a decimal type, not a float",
-    ):
-        assert phrase in text
+def required(schema: dict[str, Any]) -> set[str]:
+    schema = resolve(schema)
+    found = set(schema.get("required", []))
+    for part in schema.get("allOf", []):
+        found |= required(part)
+    return found
+
+
+def named_properties(node: Any, names: set[str], where: str = "") -> Iterator[tuple[str, Any]]:
+    """Every property of the document called one of ``names``, with where it is."""
+    if isinstance(node, dict):
+        for name, child in node.get("properties", {}).items():
+            if name in names:
+                yield f"{where}.{name}", child
+        for key, child in node.items():
+            yield from named_properties(child, names, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            yield from named_properties(child, names, f"{where}[{index}]")
+
+
+def test_every_compra_and_venta_is_text_with_exactly_three_decimals() -> None:
+    """The guidance "parse compra and venta with a decimal type": never a JSON number."""
+    found = list(named_properties(DOC, {"compra", "venta"}))
+    assert len(found) >= 10  # rates, latest, observation, events, annotations
+    for where, schema in found:
+        schema = resolve(schema)
+        assert schema["type"] in ("string", ["string", "null"]), where
+        assert re.fullmatch(schema["pattern"], "3.360"), where
+        for other in ("3.36", "3.3600", "3", "3.36e0", "-3.360"):
+            assert not re.fullmatch(schema["pattern"], other), (where, other)
+
+
+@pytest.mark.parametrize(
+    ("path", "holder"),
+    [
+        ("/v1/rates", ("items",)),
+        ("/v1/rates/latest", ()),
+        ("/v1/observations/{obs_id}", ("observacion",)),
+    ],
+)
+def test_every_value_served_comes_with_its_observation_id_and_the_dataset_revision(
+    path: str, holder: tuple[str, ...]
+) -> None:
+    """The guidance "keep observacion_id and dataset_revision with every value taken"."""
+    body = body_schema(path, "200")
+    assert "dataset_revision" in required(body)
+    assert resolve(properties(body)["dataset_revision"]) == {
+        **resolve(properties(body)["dataset_revision"]),
+        "type": "integer",
+        "minimum": 1,
+    }
+    values = body
+    for name in holder:
+        values = resolve(properties(values)[name])
+        values = values.get("items", values)
+    assert {"compra", "venta"} <= required(values)
+    assert required(values) & {"observacion_id", "id"}

@@ -1,4 +1,4 @@
-"""Plausibility marks on what the source really published (DECISIONS 6, last bullet)."""
+"""Plausibility marks on what the source really published (docs/decisions.md#plausibility)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from itertools import pairwise
 
 import pytest
 
-from builder.plausibility import plausibility_reasons
+from builder.capture.plausibility import plausibility_reasons
 from builder.registry.records import Observation
 from tests.realdata import SunatDay, sunat_history
 

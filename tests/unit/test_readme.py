@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from builder.settings import SETTINGS_HELP, load_settings
+from builder.core.settings import SETTINGS_HELP, load_settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

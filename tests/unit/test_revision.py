@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from builder.revision import (
+from builder.tree.revision import (
     RevisionRecord,
     RevisionRoot,
     SeriesRoot,

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from builder.settings import SettingsError, load_settings
+from builder.core.settings import SettingsError, load_settings
 
 
 def test_values_are_parsed_into_typed_settings():

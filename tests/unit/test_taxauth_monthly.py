@@ -1,8 +1,8 @@
-"""The tax authority's monthly history answer (DECISIONS 11, SOURCES 2.1).
+"""The tax authority's monthly history answer (docs/sources.md#monthly-history).
 
-No raw answer was ever recorded (SOURCES 5), so the good answers are built in the documented
-shape, ``[{"fecPublica":"01/11/2025","valTipo":"3.372","codTipo":"C"}, ...]`` (two rows per
-date, every field a string), from the tax authority's real history; the documented examples
+No raw answer was ever recorded (docs/sources.md#recordings), so the good answers are built in the
+documented shape, ``[{"fecPublica":"01/11/2025","valTipo":"3.372","codTipo":"C"}, ...]`` (two rows
+per date, every field a string), from the tax authority's real history; the documented examples
 (``01/11/2025`` C ``3.372``, ``01/01/2024`` C ``3.705``) are checked to be among them. Every
 hostile body is derived from a good one in the test.
 """
@@ -83,7 +83,7 @@ def test_a_whole_month_parses_to_its_real_values_with_exact_fragments() -> None:
 
 
 def test_a_month_with_a_real_gap_leaves_the_date_absent() -> None:
-    # SOURCES 2.3: 2024-01-03 is missing from the tax authority's calendar.
+    # docs/sources.md#which-days: 2024-01-03 is missing from the tax authority's calendar.
     january = month_days(2024, 1)
     parsed = parse(answer(rows_of(january)), 2024, 1)
     dates = [r.fecha_serie for r in parsed.rates]

@@ -1,4 +1,4 @@
-"""The tax authority's text file ``DD/MM/YYYY|compra|venta|`` (DECISIONS 6 and 11, SOURCES 1.1)."""
+"""The tax authority's text file ``DD/MM/YYYY|compra|venta|`` (docs/sources.md#text-file)."""
 
 from __future__ import annotations
 

@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from builder.reparse import ReparseInput, ReparseMismatch, ReparseRefused, reparse
-from builder.verify import Verdict, VerifyError, canonical_uuid, parse_saved_response
-from builder.verify_checks import (
+from builder.sources.reparse import ReparseInput, ReparseMismatch, ReparseRefused, reparse
+from verifier.checks import (
     Check,
     chain_checks,
     evidence_checks,
@@ -19,6 +18,7 @@ from builder.verify_checks import (
     item_checks,
     value_checks,
 )
+from verifier.command import Verdict, VerifyError, canonical_uuid, parse_saved_response
 
 BODY = b"21/09/2026|3.356|3.364|\r\n"
 SHA = hashlib.sha256(BODY).hexdigest()

@@ -13,7 +13,7 @@ import requests
 import responses
 
 from builder import cli
-from builder.verify_client import MAX_RATE_LIMIT_WAITS, ApiClient, ClientError
+from verifier.client import MAX_RATE_LIMIT_WAITS, ApiClient, ClientError
 
 BASE = "https://fxev.test"
 OBS = "706171d6-e09b-4100-8581-85ff80219080"

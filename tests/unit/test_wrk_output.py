@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.wrk import WrkError, parse_wrk_output, wrk_command
+from tests.support.wrk import WrkError, parse_wrk_output, wrk_command
 
 # Printed by wrk 4.1.0 (Debian bookworm) against nginx on 127.0.0.1.
 CLEAN = """\

@@ -1,0 +1,171 @@
+"""Writing cross-checks (``cotejos``) inside the revision where either side changed
+(docs/decisions.md#cross-checks).
+
+The rule itself is pure (``builder.capture.crosscheck``); this module finds which pairs a write
+touched and records them. A pair is a ``publicado`` observation of day D and the valid ``cierre``
+observation of its counterpart date C (the last business day before D, moved back only by a
+declared ``nd_fuente``). Each pair gives two rows, one on each side: the ``publicado`` row names
+C and the close, the ``cierre`` row names D and the publication, so a close carries one cotejo
+per publication that points to it. Nothing is written while the counterpart is absent or pending,
+and the service never picks a winner: a ``discrepante`` result is exposed and alerted, no more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import date, datetime, timedelta
+
+from builder.capture.crosscheck import RULE_TEXT, compare, counterpart_date
+from builder.capture.run import DateOutcome, Recorded
+from builder.core.vocabulary import CURRENCY
+from builder.ops.alerts import Alert, AlertStore
+from builder.registry.records import Cotejo, Observation
+from builder.registry.store import Registry, WriteTransaction
+
+PUBLICADO = "publicado"
+CIERRE = "cierre"
+# A counterpart is at most this many days before its publication (a long holiday run).
+_MAX_SPAN_DAYS = 40
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pair:
+    """One cross-check written: a publication, its counterpart close, and the result."""
+
+    publicado: Observation
+    cierre: Observation
+    resultado: str
+
+    @property
+    def discrepante(self) -> bool:
+        return self.resultado == "discrepante"
+
+
+def dates_pointing_to(close_date: date, declared: set[date]) -> list[date]:
+    """Publication dates whose counterpart is ``close_date``."""
+    found = []
+    day = close_date
+    for _ in range(_MAX_SPAN_DAYS):
+        day += timedelta(days=1)
+        counterpart = counterpart_date(day, declared)
+        if counterpart == close_date:
+            found.append(day)
+        elif counterpart > close_date:
+            break
+    return found
+
+
+def dates_skipping(declared_date: date, declared: set[date]) -> list[date]:
+    """Publication dates whose counterpart moved before ``declared_date`` because it is n.d."""
+    found = []
+    day = declared_date
+    for _ in range(_MAX_SPAN_DAYS):
+        day += timedelta(days=1)
+        counterpart = counterpart_date(day, declared)
+        if counterpart > declared_date:
+            break
+        found.append(day)
+    return found
+
+
+def write_cotejos(
+    registry: Registry,
+    tx: WriteTransaction,
+    *,
+    publicado_dates: Iterable[date] = (),
+    cierre_dates: Iterable[date] = (),
+    declared_dates: Iterable[date] = (),
+) -> list[Pair]:
+    """Cross-check every pair touched by this write: publications whose valid observation
+    changed, closes whose valid observation changed, and dates newly declared ``n.d.``."""
+    declared = {date.fromisoformat(d) for d in registry.declared_no_data_at(CIERRE, tx.revision)}
+    to_check = set(publicado_dates)
+    for close_date in cierre_dates:
+        to_check.update(dates_pointing_to(close_date, declared))
+    for declared_date in declared_dates:
+        to_check.update(dates_skipping(declared_date, declared))
+    pairs = []
+    for day in sorted(to_check):
+        publication = registry.valid_observation(CURRENCY, PUBLICADO, day.isoformat())
+        if publication is None:
+            continue
+        close_date = counterpart_date(day, declared)
+        close = registry.valid_observation(CURRENCY, CIERRE, close_date.isoformat())
+        if close is None:
+            continue  # absent or pending: nothing to check yet
+        pair = Pair(publication, close, compare(publication, close))
+        _add(tx, publication, close, pair.resultado)
+        _add(tx, close, publication, pair.resultado)
+        pairs.append(pair)
+    return pairs
+
+
+def _add(tx: WriteTransaction, mine: Observation, theirs: Observation, resultado: str) -> None:
+    tx.add(
+        Cotejo(
+            id=str(uuid.uuid4()),
+            revision=tx.revision,
+            seq=tx.next_seq(),
+            observacion_id=mine.id,
+            contraparte=theirs.fuente,
+            contraparte_observacion_id=theirs.id,
+            contraparte_fecha=theirs.fecha_serie,
+            resultado=resultado,
+            regla=RULE_TEXT,
+        )
+    )
+
+
+def cross_check(
+    registry: Registry,
+    tx: WriteTransaction,
+    serie: str,
+    outcomes: Sequence[Recorded | DateOutcome],
+    declared: Sequence[date] = (),
+) -> list[Pair]:
+    """Cotejos for every date of ``serie`` whose valid observation this write changed."""
+    changed = [
+        date.fromisoformat(item.fecha_serie)
+        for item in (o.outcome if isinstance(o, Recorded) else o for o in outcomes)
+        if item.outcome in ("nueva", "correccion")
+    ]
+    if serie == "publicado":
+        return write_cotejos(registry, tx, publicado_dates=changed, declared_dates=declared)
+    return write_cotejos(registry, tx, cierre_dates=changed, declared_dates=declared)
+
+
+def raise_discrepancies(
+    alerts: AlertStore, pairs: Sequence[Pair], revision: int, now: datetime
+) -> list[Alert]:
+    """One ``discrepancia`` alert per publication date found to disagree with its close."""
+    raised = []
+    for pair in pairs:
+        if not pair.discrepante:
+            continue
+        publication, close = pair.publicado, pair.cierre
+        raised.append(
+            alerts.raise_alert(
+                "discrepancia",
+                now,
+                fuente=publication.fuente,
+                fecha_serie=publication.fecha_serie,
+                detalle={
+                    "revision": revision,
+                    "publicado": {
+                        "observacion_id": publication.id,
+                        "fecha_serie": publication.fecha_serie,
+                        "compra": publication.compra,
+                        "venta": publication.venta,
+                    },
+                    "cierre": {
+                        "observacion_id": close.id,
+                        "fecha_serie": close.fecha_serie,
+                        "compra": close.compra,
+                        "venta": close.venta,
+                    },
+                },
+            )
+        )
+    return raised

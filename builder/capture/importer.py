@@ -1,0 +1,133 @@
+"""``fxev import``: human-provided values as ``importado`` observations, in one revision.
+
+An import fills only dates with no direct observation and never replaces one. Its evidence is
+the CSV file itself; each observation's ``fragmento`` is its line. Re-importing the same values
+records nothing, so seeding twice duplicates nothing. The whole file is validated before
+anything is written: one bad line rejects the file with its line number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from datetime import datetime
+from pathlib import Path
+
+from builder.capture.cotejos import cross_check, raise_discrepancies
+from builder.capture.record import (
+    add_event,
+    add_observation,
+    new_execution,
+    store_evidence,
+)
+from builder.capture.run import (
+    CaptureResult,
+    DateOutcome,
+    Run,
+    SourceSpec,
+    Stores,
+    worst_outcome,
+)
+from builder.sources.import_csv import (
+    CONTENT_TYPE,
+    FUENTE,
+    PARSER_VERSION,
+    ImportFileError,
+    ImportFileUnreadable,
+    ImportRow,
+    parse_import_csv,
+)
+
+
+def import_csv(
+    stores: Stores,
+    path: Path,
+    actor: str,
+    justification: str,
+    now: datetime,
+) -> CaptureResult:
+    """Import ``path`` as one revision (or none, when every date is already covered)."""
+    if not actor.strip() or not justification.strip():
+        raise ImportFileError("an import needs a non-empty --actor and --justification")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ImportFileUnreadable(f"cannot read {path}: {error.strerror}") from None
+    first_run = Run(SourceSpec(FUENTE, "publicado", PARSER_VERSION), now)
+    rows = parse_import_csv(data, first_run.today_lima)
+    sha256 = hashlib.sha256(data).hexdigest()
+    registry = stores.registry
+
+    def pending(row: ImportRow) -> bool:
+        current = registry.valid_observation(
+            row.moneda, row.serie, row.rate.fecha_serie.isoformat()
+        )
+        return current is None or (
+            current.fuente == FUENTE
+            and (current.compra, current.venta) != (row.rate.compra, row.rate.venta)
+        )
+
+    if not any(pending(row) for row in rows):
+        return CaptureResult(None, "sin_cambios", None, (), ())
+    stores.blobs.put(data)
+    outcomes: list[DateOutcome] = []
+    with registry.write("importacion", now) as tx:
+        evidence = store_evidence(
+            stores, tx, first_run, data, None, f"IMPORT {path.name}", CONTENT_TYPE
+        )
+        for row in rows:
+            if not pending(row):
+                continue
+            run = Run(
+                SourceSpec(FUENTE, row.serie, PARSER_VERSION, row.moneda),
+                now,
+                first_run.ejecucion_id,
+            )
+            fecha = row.rate.fecha_serie.isoformat()
+            current = registry.valid_observation(row.moneda, row.serie, fecha)
+            observation = add_observation(tx, run, evidence, row.rate, current)
+            add_event(
+                tx, run, "importada", evidence,
+                observacion_id=observation.id, fecha_serie=fecha,
+                detalle={
+                    "actor": actor,
+                    "justificacion": justification,
+                    "linea": row.line,
+                    "sha256": sha256,
+                },
+            )  # fmt: skip
+            if current is not None:
+                add_event(
+                    tx, run, "correccion", evidence,
+                    observacion_id=observation.id, fecha_serie=fecha,
+                    detalle={"supersede": current.id},
+                )  # fmt: skip
+                add_event(
+                    tx, run, "supersedida", evidence,
+                    observacion_id=current.id, fecha_serie=fecha,
+                    detalle={"superseded_por": observation.id},
+                )  # fmt: skip
+            outcome = "correccion" if current is not None else "nueva"
+            outcomes.append(DateOutcome(fecha, row.serie, outcome, observation.id))
+        pairs = []
+        for serie in sorted({o.serie for o in outcomes}):
+            mine = [o for o in outcomes if o.serie == serie]
+            pairs += cross_check(registry, tx, serie, mine)
+        outcome = worst_outcome([o.outcome for o in outcomes])
+        tx.add(
+            dataclasses.replace(
+                new_execution(tx, first_run, outcome, {"actor": actor, "lineas": len(rows)}),
+                kind="import",
+            )
+        )
+        tx.summary = {
+            "fuente": FUENTE,
+            "outcome": outcome,
+            "fechas": len(outcomes),
+            "actor": actor,
+            "justificacion": justification,
+            "sha256": sha256,
+        }
+    alerts = raise_discrepancies(stores.alerts, pairs, tx.revision, now)
+    single = outcomes[0].observacion_id if len(outcomes) == 1 else None
+    return CaptureResult(tx.revision, outcome, single, tuple(outcomes), tuple(alerts))

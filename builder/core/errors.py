@@ -1,0 +1,140 @@
+"""The write side's one error tree: every error that reaches ``fxev`` is an :class:`FxevError`.
+
+``fxev`` (``builder.cli.main``) has one handler: it prints ``fxev: <the error>`` as one line on
+stderr and exits with the error's ``exit_code``. A class carries its exit code, and may name the
+command its message belongs to (``command``: ``fxev: verify: ...``, ``fxev: export warc: ...``).
+Anything not in this tree is a bug, and still ends in a traceback.
+
+The hierarchy (the classes of this module; each package's own errors subclass one of them)::
+
+    FxevError                    exit 1: the root
+    ├── UsageError               the operator's request cannot be used: an argument, a date, a file
+    │   ├── NotFound             what it names does not exist or cannot be read: a file, an id
+    │   └── Conflict             well formed, but the current state refuses it (already revoked)
+    ├── ConfigurationError       an ``FXEV_*`` setting cannot be used
+    ├── StorageError             the disk refused a write: full, over quota, a size limit, read-only
+    ├── IntegrityError           stored bytes disagree with their hashes: a corrupt tree or registry
+    └── RemoteError              exit 2: the API could not be asked, or answered out of spec
+
+Where the package errors hang (each keeps its name and, where callers rely on it, its old base:
+``except ValueError`` still catches ``SettingsError``)::
+
+    UsageError      builder.capture.backfill.BackfillError, builder.capture.operator.OperatorError,
+                    builder.sources.import_csv.ImportFileError, builder.ops.alerts.AlertError,
+                    tokens.store.TokenError, verifier.command.VerifyError (exit 2),
+                    verifier.command.VerifyUsageError (exit 2)
+    NotFound        ImportFileUnreadable, SavedFileUnreadable, AlertNotFound, TokenNotFound
+    Conflict        AlertConflict, TokenConflict
+    ConfigurationError  builder.core.settings.SettingsError
+    StorageError    builder.publish.warc.ExportWriteError, and what :func:`from_environment` makes
+    IntegrityError  builder.tree.reader.TreeCorruptError, builder.publish.warc.ExportError
+    RemoteError     verifier.client.ClientError, verifier.command.MalformedAnswer
+
+A full disk is expected, not a bug: :func:`translate_environment` turns an ``OSError`` with
+``ENOSPC``, ``EDQUOT``, ``EFBIG`` or ``EROFS`` and SQLite's "database or disk is full" (and its
+I/O and read-only errors) into a :class:`StorageError`, and SQLite's corrupt-file errors into an
+:class:`IntegrityError`. The registry's writes are transactions and every file is written under a
+new name first, so such a failure leaves the registry as it was.
+
+Errors that are control flow stay outside the tree: ``FetchFailure`` (capture), and
+``SourceFormatError``/``InvariantError`` (sources) become recorded ``fallo`` outcomes;
+``ReparseRefused``/``ReparseMismatch`` become the verifier's findings. None reaches ``fxev``.
+
+Pure: imports no other fxev code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import sqlite3
+from collections.abc import Iterator
+from typing import ClassVar
+
+
+class FxevError(Exception):
+    """An error ``fxev`` reports as one line on stderr, exiting with ``exit_code``."""
+
+    exit_code: ClassVar[int] = 1
+    #: The command the message belongs to, printed before it ("verify"); empty: none.
+    command: ClassVar[str] = ""
+
+    def __str__(self) -> str:
+        message = super().__str__()
+        return f"{self.command}: {message}" if self.command else message
+
+
+class UsageError(FxevError):
+    """The operator's request cannot be used as given: an argument, a date, a file's content."""
+
+
+class NotFound(UsageError):
+    """What the request names does not exist or cannot be read: a file, an alert, a token."""
+
+
+class Conflict(UsageError):
+    """The request is well formed but the current state refuses it (a token already revoked)."""
+
+
+class ConfigurationError(FxevError):
+    """An ``FXEV_*`` setting cannot be used."""
+
+
+class StorageError(FxevError):
+    """The disk refused a write: full, over quota, a file size limit, read-only, an I/O error."""
+
+
+class IntegrityError(FxevError):
+    """Stored bytes disagree with their hashes or records: a corrupt tree, registry or blob."""
+
+
+class RemoteError(FxevError):
+    """The API could not be asked (network, 401, 404) or answered out of spec: no verdict."""
+
+    exit_code = 2
+
+
+# -- expected environmental failures -----------------------------------------------------------
+
+STORAGE_ERRNOS = frozenset(
+    code
+    for code in (
+        errno.ENOSPC,
+        getattr(errno, "EDQUOT", None),
+        errno.EFBIG,
+        errno.EROFS,
+    )
+    if code is not None
+)
+# SQLite's primary result codes (the low byte of an extended code).
+SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 8, 10, 11, 13, 26
+_SQLITE_STORAGE = {SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL}
+_SQLITE_CORRUPT = {SQLITE_CORRUPT, SQLITE_NOTADB}
+
+
+def from_environment(error: BaseException) -> FxevError | None:
+    """The error an expected environmental failure stands for, or None for anything else."""
+    if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
+        where = f" {error.filename}" if error.filename else ""
+        return StorageError(f"cannot write{where}: {error.strerror or error}")
+    if isinstance(error, sqlite3.DatabaseError):
+        code = getattr(error, "sqlite_errorcode", None)
+        primary = None if code is None else code & 0xFF
+        if primary in _SQLITE_STORAGE or "database or disk is full" in str(error):
+            return StorageError(f"cannot write the database: {error}")
+        if primary in _SQLITE_CORRUPT:
+            return IntegrityError(f"the database is corrupt: {error}")
+    return None
+
+
+@contextlib.contextmanager
+def translate_environment() -> Iterator[None]:
+    """Re-raise an expected environmental failure (see :func:`from_environment`) as its
+    :class:`FxevError`; anything else goes through untouched."""
+    try:
+        yield
+    except (OSError, sqlite3.DatabaseError) as error:
+        translated = from_environment(error)
+        if translated is None:
+            raise
+        raise translated from error

@@ -1,0 +1,216 @@
+"""Configuration: one pure function from an environment mapping to typed settings.
+
+Every setting is an environment variable with a default that works from a fresh clone. Each is
+declared once, in ``SETTINGS``: its variable, its default (as text, parsed by ``load_settings``
+like any value from the environment) and a one-line help. The docs' configuration table
+(``docs/operating/configuration.md``) is checked against ``SETTINGS`` by a test, so a setting
+cannot be added here without being documented there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from builder.core.errors import ConfigurationError
+
+TAXAUTH_URL = "https://www.sunat.gob.pe/a/txt/tipoCambio.txt"
+CENTRALBANK_URL = "https://estadisticas.bcrp.gob.pe/estadisticas/series/api"
+KNOWN_SOURCES = ("taxauth_txt", "centralbank")
+
+
+class SettingsError(ConfigurationError, ValueError):
+    """An environment variable holds a value that cannot be used."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    home: Path
+    site: Path
+    taxauth_url: str
+    centralbank_url: str
+    now: datetime | None
+    rate_limit_per_min: int
+    rate_limit_per_day: int
+    token: str | None
+    sources: tuple[str, ...]
+    centralbank_days: int
+    plausibility_pct: Decimal
+    max_body_bytes: int
+    min_free_bytes: int
+    clock_tolerance_s: int
+    proxy: str | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Setting:
+    """One environment variable: the ``Settings`` field it fills, its default and its help."""
+
+    variable: str
+    field: str
+    default: str | None  # None: unset, the field is None (or, for FXEV_NOW, the clock)
+    help: str
+    unset: str = "unset"  # how the docs name the default when there is none
+
+    @property
+    def shown_default(self) -> str:
+        """The default as the docs' table shows it."""
+        return self.unset if self.default is None else self.default
+
+
+# Every setting, in the order of the docs' table.
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "FXEV_HOME",
+        "home",
+        "./var",
+        "data folder: registry, evidence blobs, alerts, tokens, ledger",
+    ),
+    Setting("FXEV_SITE", "site", "./site_out", "the static tree rendered by `fxev build`"),
+    Setting(
+        "FXEV_TAXAUTH_URL",
+        "taxauth_url",
+        TAXAUTH_URL,
+        "the tax authority's exchange-rate text file",
+    ),
+    Setting(
+        "FXEV_CENTRALBANK_URL",
+        "centralbank_url",
+        CENTRALBANK_URL,
+        "base of the central bank's statistics API",
+    ),
+    Setting(
+        "FXEV_NOW",
+        "now",
+        None,
+        "fixed 'now' (ISO-8601 with offset); tests only",
+        unset="unset (the clock)",
+    ),
+    Setting(
+        "FXEV_RATE_LIMIT_PER_MIN",
+        "rate_limit_per_min",
+        "60",
+        "requests per token in any 60 s window",
+    ),
+    Setting(
+        "FXEV_RATE_LIMIT_PER_DAY",
+        "rate_limit_per_day",
+        "5000",
+        "requests per token per calendar day in Lima",
+    ),
+    Setting(
+        "FXEV_TOKEN", "token", None, "bearer token read by client-side commands (`fxev verify`)"
+    ),
+    Setting("FXEV_SOURCES", "sources", ",".join(KNOWN_SOURCES), "sources `fxev tick` captures"),
+    Setting(
+        "FXEV_CENTRALBANK_DAYS",
+        "centralbank_days",
+        "10",
+        "days back each central-bank capture asks for",
+    ),
+    Setting(
+        "FXEV_PLAUSIBILITY_PCT",
+        "plausibility_pct",
+        "3",
+        "move (percent) that marks `plausibilidad_baja`",
+    ),
+    Setting(
+        "FXEV_MAX_BODY_BYTES",
+        "max_body_bytes",
+        "1048576",
+        "largest source body accepted, after decompression",
+    ),
+    Setting(
+        "FXEV_MIN_FREE_BYTES",
+        "min_free_bytes",
+        "1073741824",
+        "free disk under which writes raise `disco`",
+    ),
+    Setting(
+        "FXEV_CLOCK_TOLERANCE_S",
+        "clock_tolerance_s",
+        "60",
+        "clock offset from the source's `Date` that raises an alert",
+    ),
+    Setting(
+        "FXEV_PROXY",
+        "proxy",
+        None,
+        "proxy (tunnel) to reach the sources; unreachable raises `tunel_caido`",
+    ),
+)
+_DEFAULTS: dict[str, str | None] = {setting.variable: setting.default for setting in SETTINGS}
+
+# variable -> (default as the docs show it, one-line help), in the docs' order.
+SETTINGS_HELP: dict[str, tuple[str, str]] = {
+    setting.variable: (setting.shown_default, setting.help) for setting in SETTINGS
+}
+
+
+def _default(name: str) -> str:
+    default = _DEFAULTS[name]
+    if default is None:
+        raise KeyError(f"{name} has no default")
+    return default
+
+
+def _int(environ: Mapping[str, str], name: str, minimum: int = 0) -> int:
+    raw = environ.get(name, "").strip() or _default(name)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def parse_now(raw: str) -> datetime:
+    """Parse an ISO-8601 instant that must carry a UTC offset."""
+    try:
+        value = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise SettingsError(f"FXEV_NOW must be ISO-8601 with an offset, got {raw!r}") from None
+    if value.tzinfo is None:
+        raise SettingsError(f"FXEV_NOW needs a time zone offset, got {raw!r}")
+    return value
+
+
+def load_settings(environ: Mapping[str, str]) -> Settings:
+    """Read every setting from ``environ``; raise ``SettingsError`` on an unusable value."""
+    raw_now = environ.get("FXEV_NOW", "").strip()
+    raw_pct = environ.get("FXEV_PLAUSIBILITY_PCT", "").strip() or _default("FXEV_PLAUSIBILITY_PCT")
+    try:
+        pct = Decimal(raw_pct)
+    except InvalidOperation:
+        raise SettingsError(f"FXEV_PLAUSIBILITY_PCT must be a number, got {raw_pct!r}") from None
+    if not pct.is_finite() or pct < 0:
+        raise SettingsError(f"FXEV_PLAUSIBILITY_PCT must be >= 0, got {raw_pct!r}")
+    sources = tuple(
+        s.strip()
+        for s in (environ.get("FXEV_SOURCES") or _default("FXEV_SOURCES")).split(",")
+        if s.strip()
+    )
+    unknown = [s for s in sources if s not in KNOWN_SOURCES]
+    if unknown:
+        raise SettingsError(f"FXEV_SOURCES names unknown sources: {', '.join(unknown)}")
+    return Settings(
+        home=Path(environ.get("FXEV_HOME") or _default("FXEV_HOME")),
+        site=Path(environ.get("FXEV_SITE") or _default("FXEV_SITE")),
+        taxauth_url=environ.get("FXEV_TAXAUTH_URL") or _default("FXEV_TAXAUTH_URL"),
+        centralbank_url=environ.get("FXEV_CENTRALBANK_URL") or _default("FXEV_CENTRALBANK_URL"),
+        now=parse_now(raw_now) if raw_now else None,
+        rate_limit_per_min=_int(environ, "FXEV_RATE_LIMIT_PER_MIN", minimum=1),
+        rate_limit_per_day=_int(environ, "FXEV_RATE_LIMIT_PER_DAY", minimum=1),
+        token=environ.get("FXEV_TOKEN") or None,
+        sources=sources,
+        centralbank_days=_int(environ, "FXEV_CENTRALBANK_DAYS", minimum=1),
+        plausibility_pct=pct,
+        max_body_bytes=_int(environ, "FXEV_MAX_BODY_BYTES", minimum=1),
+        min_free_bytes=_int(environ, "FXEV_MIN_FREE_BYTES"),
+        clock_tolerance_s=_int(environ, "FXEV_CLOCK_TOLERANCE_S", minimum=1),
+        proxy=environ.get("FXEV_PROXY") or None,
+    )

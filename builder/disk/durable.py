@@ -1,0 +1,85 @@
+"""Durable file writes: a new name, fsync, atomic rename, fsync of the folder. Never in place."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from builder.disk import faults
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_once(path: Path, data: bytes, *, fsync: bool = True, staging: Path | None = None) -> None:
+    """Write ``data`` at ``path`` durably; an existing file is left as it is.
+
+    ``fsync=False`` exists for the benchmark's synthetic registries only (see
+    ``tests.support.synth``).
+    """
+    if path.exists():
+        return
+    replace_durably(path, data, fsync=fsync, staging=staging)
+
+
+def replace_durably(
+    path: Path,
+    data: bytes,
+    *,
+    fsync: bool = True,
+    staging: Path | None = None,
+    sync_folder: bool = True,
+) -> None:
+    """Write ``data`` under a new name, fsync it, rename it over ``path``, fsync the folder.
+
+    The new name is a ``.tmp-*`` file in ``staging`` (same file system) or else beside ``path``;
+    a process killed before the rename leaves it there. ``sync_folder=False``: the caller fsyncs
+    the folder itself, once for many files.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if staging is not None:
+        staging.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=staging or path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        if staging is not None:
+            faults.crash_point("build_staged_write")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if fsync and sync_folder:
+        fsync_dir(path.parent)
+
+
+def mark_durably(path: Path) -> None:
+    """Create the empty file ``path``, a marker whose name says it all, and fsync its folder."""
+    if path.exists():
+        return
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True)
+        fsync_dir(path.parent.parent)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+    fsync_dir(path.parent)
+
+
+def link_durably(path: Path, target: str) -> None:
+    """Create the symbolic link ``path`` -> ``target`` (atomic) and fsync its folder.
+
+    A short link is a record that takes no disk block (its target is kept in the inode).
+    """
+    if os.path.lexists(path):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, path)
+    fsync_dir(path.parent)

@@ -1,0 +1,280 @@
+"""``fxev build``: render every revision not yet published, then switch the pointer atomically.
+
+Each revision is rendered from the previous revision's root plus what the revision wrote: only
+the months, observations and lists it touched are re-encoded; everything else is shared by hash.
+Every file is written once under a new name and fsynced; the revision's record (its root, links to
+earlier records, its evidence metadata and new details) is appended last to the revision packs,
+so its index entry means the revision is complete. The explorer's pages for the new head are
+written next (``builder.publish.explorer``: found through the revision's number, so the same
+switch publishes them). The ``PUBLISHED`` pointer is replaced by an atomic rename and its folder
+fsynced; last, the explorer pages that only the previous revision served are removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Any
+
+from builder.core.errors import IntegrityError
+from builder.core.vocabulary import ALWAYS_SERVED, CURRENCY, FAILURE_TYPES
+from builder.disk import faults
+from builder.disk.blobs import BlobStore
+from builder.publish import sitelock
+from builder.publish.explorer import ExplorerWriter
+from builder.publish.writer import TreeWriter
+from builder.registry.records import (
+    TABLE_OF,
+    Annotation,
+    Cotejo,
+    Event,
+    Evidence,
+    ManifestEntry,
+    Observation,
+    SeriesSwitch,
+)
+from builder.registry.store import Registry
+from builder.render import api as render
+from builder.tree.format import EMPTY_CHUNK, EMPTY_NODE, Node
+from builder.tree.revision import RevisionRecord, RevisionRoot, SeriesRoot
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BuildResult:
+    published_revision: int | None
+    built: tuple[int, ...]
+    invalidated_tags: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "published_revision": self.published_revision,
+            "built_revisions": len(self.built),
+            "first_built": self.built[0] if self.built else None,
+            "invalidated_tags": list(self.invalidated_tags),
+        }
+
+
+class Builder:
+    def __init__(self, registry: Registry, blobs: BlobStore, tree: TreeWriter) -> None:
+        self.registry = registry
+        self.blobs = blobs
+        self.tree = tree
+
+    def build(self) -> BuildResult:
+        """Build under the site's exclusive lock, after sweeping what killed builds left."""
+        with sitelock.exclusive(self.tree.site):
+            sitelock.sweep_leftovers(self.tree.site)
+            return self._build_locked()
+
+    def _build_locked(self) -> BuildResult:
+        head = self.registry.head()
+        published = self.tree.published_revision()
+        if head is None:
+            return BuildResult(published, (), ())
+        done = published or 0
+        while self.tree.has_root(
+            done + 1
+        ):  # completed by a build that was killed before publishing
+            done += 1
+        if done == 0:
+            previous = RevisionRoot.empty()
+        elif done == published:
+            previous = self.tree.root(done)
+        else:
+            previous = self.tree.built_root(done)
+        built: list[int] = []
+        tags: set[str] = set()
+        for number in range(done + 1, head.revision + 1):
+            previous, new_tags = self.build_revision(number, previous, published or 0)
+            tags |= new_tags
+            built.append(number)
+            faults.crash_point("build_after_revision")
+        # Tags of revisions rendered by a killed build are not known here: recompute them.
+        for number in range((published or 0) + 1, done + 1):
+            tags |= self.correction_tags(number)
+        # The explorer's pages for the head, reached through its number: in place before the
+        # pointer names it, swept of the previous revision's once it does.
+        explorer = ExplorerWriter(self.tree, self.registry)
+        drawn = explorer.prepare(head.revision)
+        if head.revision != published:
+            faults.crash_point("build_before_pointer")
+            self.tree.publish(head.revision, sorted(tags))
+        explorer.sweep(drawn)
+        return BuildResult(head.revision, tuple(built), tuple(sorted(tags)))
+
+    # -- one revision ----------------------------------------------------------------------
+
+    def build_revision(
+        self, number: int, previous: RevisionRoot, published: int
+    ) -> tuple[RevisionRoot, set[str]]:
+        registry = self.registry
+        meta = registry.revision(number)
+        if meta is None:
+            raise IntegrityError(f"registry has no revision {number}")
+        touched = {table.name: registry.rows_touched(table, number) for table in TABLE_OF.values()}
+        evidence: list[Evidence] = touched["evidence"]
+        observations: list[Observation] = touched["observations"]
+        events: list[Event] = touched["events"]
+        cotejos: list[Cotejo] = touched["cotejos"]
+        annotations: list[Annotation] = touched["annotations"]
+        manifest: list[ManifestEntry] = touched["manifest_entries"]
+        switches: list[SeriesSwitch] = touched["series_switches"]
+
+        evidence_meta = {record.id: self.render_evidence(record, number) for record in evidence}
+
+        changed_ids = {o.id for o in observations}
+        changed_ids |= {e.observacion_id for e in events if e.observacion_id}
+        changed_ids |= {c.observacion_id for c in cotejos}
+        rendered, details = self.render_details(changed_ids, number)
+
+        affected: dict[str, set[str]] = defaultdict(set)
+        for observation in rendered:
+            affected[observation.serie].add(observation.fecha_serie)
+        series = dict(previous.series)
+        for serie, fechas in affected.items():
+            series[serie] = self.render_series(serie, fechas, number, previous.series.get(serie))
+
+        supersessions = previous.supersessions
+        tags: set[str] = set()
+        new_links = {o.supersedes: o.id for o in observations if o.supersedes}
+        if new_links:
+            mapping = self.tree.supersessions(previous.supersessions) | new_links
+            supersessions = self.tree.put_json(dict(sorted(mapping.items())))
+            tags = self.correction_tags(number)
+
+        annotations_hash = previous.annotations
+        if annotations:
+            records = registry.annotations_at(number)
+            annotations_hash = self.tree.put_json([render.annotation_record(a) for a in records])
+
+        served = set(previous.served) | set(ALWAYS_SERVED)
+        served |= {s.serie for s in switches if s.estado == "produccion"}
+
+        coverage = previous.coverage
+        failures = [e for e in events if e.tipo in FAILURE_TYPES]
+        # Only a new observation, a failure, a declaration or a switch can change coverage; an
+        # identical re-capture (most revisions) cannot.
+        if observations or failures or manifest or switches or coverage is None:
+            coverage = self.render_coverage(number, sorted(served), series)
+
+        root = RevisionRoot(
+            revision=number,
+            ts_commit=meta.ts_commit,
+            served=tuple(sorted(served)),
+            series=series,
+            supersessions=supersessions,
+            annotations=annotations_hash,
+            coverage=coverage,
+        )
+        links = self.tree.link_hashes(number, published)
+        self.tree.write_record(RevisionRecord(root, links, evidence_meta, details))
+        return root, tags
+
+    def render_evidence(self, record: Evidence, number: int) -> dict[str, Any]:
+        """Store the evidence bytes; its metadata goes into the revision's record."""
+        data = self.blobs.read(record.sha256)
+        stored = self.tree.objects.put(data)
+        if stored != record.sha256:
+            raise IntegrityError(
+                f"evidence {record.id}: blob bytes hash to {stored}, registry says {record.sha256}"
+            )
+        meta = {
+            "id": record.id,
+            "sha256": record.sha256,
+            "size": record.size,
+            "content_type": record.content_type,
+            "capturado_en": record.capturado_en,
+            "identidad_consulta": record.identidad_consulta,
+            "revision": record.revision,
+        }
+        self.tree.link_evidence(record.id, number)
+        return meta
+
+    def render_details(
+        self, ids: set[str], number: int
+    ) -> tuple[list[Observation], dict[str, bytes]]:
+        """Re-render the detail of every changed observation and of everyone in its chain;
+        return them, and the details that differ from their previous version."""
+        rendered: dict[str, Observation] = {}
+        details: dict[str, bytes] = {}
+        for observation_id in sorted(ids):
+            observation = self.registry.observation(observation_id)
+            if observation is None or observation.id in rendered:
+                continue
+            ancestors, successors = self.registry.chain_at(observation, number)
+            for member in [*ancestors, observation, *successors]:
+                if member.id in rendered:
+                    continue
+                before, after = self.registry.chain_at(member, number)
+                prefix = render.detail_prefix(
+                    member,
+                    before,
+                    after,
+                    self.registry.events_at(member.id, number),
+                    self.registry.cotejos_at(member.id, number),
+                )
+                if self.tree.detail_changed(member.id, number, prefix):
+                    details[member.id] = prefix
+                    self.tree.mark_detail(member.id, number, prefix)
+                rendered[member.id] = member
+        return list(rendered.values()), details
+
+    def render_series(
+        self, serie: str, fechas: set[str], number: int, previous: SeriesRoot | None
+    ) -> SeriesRoot:
+        root_node = self.tree.node(previous.root) if previous and previous.root else EMPTY_NODE
+        by_month: dict[str, dict[str, tuple[str, bytes] | None]] = defaultdict(dict)
+        for fecha in fechas:
+            valid = self.registry.valid_observation_at(CURRENCY, serie, fecha, number)
+            if valid is None:
+                by_month[fecha[:7]][fecha] = None
+                continue
+            prefix = render.item_prefix(
+                valid,
+                self.registry.events_at(valid.id, number),
+                self.registry.cotejos_at(valid.id, number),
+            )
+            by_month[fecha[:7]][fecha] = (valid.id, prefix)
+        years: dict[str, Node] = {}
+        for month, updates in sorted(by_month.items()):
+            year = month[:4]
+            if year not in years:
+                found = root_node.child(year)
+                years[year] = self.tree.node(found[0]) if found else EMPTY_NODE
+            found = years[year].child(month)
+            chunk = self.tree.chunk(found[0]) if found else EMPTY_CHUNK
+            chunk = chunk.replaced(updates)
+            child = (
+                (self.tree.objects.put(chunk.encode()), len(chunk.fechas)) if chunk.fechas else None
+            )
+            years[year] = years[year].replaced(month, child)
+        for year, node in years.items():
+            child = (self.tree.objects.put(node.encode()), node.total) if node.keys else None
+            root_node = root_node.replaced(year, child)
+        if not root_node.keys:
+            return SeriesRoot(None, 0)
+        return SeriesRoot(self.tree.objects.put(root_node.encode()), root_node.total)
+
+    def render_coverage(self, number: int, served: list[str], series: dict[str, SeriesRoot]) -> str:
+        entries = []
+        for serie in served:
+            entry = render.coverage_entry(
+                CURRENCY,
+                serie,
+                self.registry.valid_dates_at(CURRENCY, serie, number),
+                self.registry.failure_dates_at(serie, FAILURE_TYPES, number),
+                self.registry.declared_no_data_at(serie, number),
+            )
+            if entry is not None:
+                entries.append(entry)
+        return self.tree.put_json(entries)
+
+    def correction_tags(self, number: int) -> set[str]:
+        """``Cache-Tag`` values whose as-of answers change because revision ``number`` corrected."""
+        tags = set()
+        for observation in self.registry.observations_of_revision(number):
+            if observation.supersedes:
+                old = self.registry.observation(observation.supersedes)
+                if old is not None:
+                    tags.add(f"{old.moneda}/{old.serie}/{old.fecha_serie[:4]}")
+        return tags

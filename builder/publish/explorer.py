@@ -1,0 +1,363 @@
+"""The explorer as part of the publish: its pages for revision N are in place before the pointer
+says N, and are reached through N, so the pointer's one atomic rename switches both.
+
+**Design.** The pages that show the state of a revision (the home, a series, its years and
+calendars, the revision log) are content-addressed (``explorer/pages/<sha256>.html``) and listed
+in a page map per revision, ``explorer/maps/<N>.json`` (layout: ``builder.tree.explorer``). The
+gateway serves the map of the revision the pointer names, so until the rename it serves N - 1's
+pages, after it N's, never a mixture: a map is the explorer's own pointer, selected by the
+published one. Observation pages are as many as observations: no map lists them. There is one
+per version of an observation's detail (``explorer/observaciones/<id>.<R>.html``, the tree's
+marker ``observations/<id>/<R>-<hex>``); a version never changes, and the gateway serves the
+version the API serves at the published revision. So a build writes, in order: the changed
+pages, the new details' pages, the map; then the pointer; then ``sweep`` removes what the new map
+no longer names (a reader that misses a page asks the pointer again). A killed build leaves the
+published map and its pages untouched; the next one redoes its work and sweeps its leftovers.
+
+**Incremental.** Every page of a map has a *key*, a digest of exactly what it shows, taken from
+the tree's content hashes (a year's node hash, the revisions a log page lists). A build starts
+from the published map and draws only the pages whose key changed, plus the pages of the details
+written by the revisions it publishes (in their records): an ordinary capture draws the home,
+one year, one calendar, the newest log page and a few observations. A map without the current
+templates' ``fingerprint`` is not reused: everything is drawn again.
+
+The explorer reads the tree (at a revision the build wrote, before it is published, so through
+the builder's own records) and the registry's typed read methods; it runs no SQL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from builder.core.errors import IntegrityError
+from builder.disk.durable import fsync_dir, replace_durably
+from builder.publish.built import BuiltTree
+from builder.publish.writer import TreeWriter
+from builder.registry.store import Registry
+from builder.render.explorer import pages, views
+from builder.render.explorer.views import key_of
+from builder.tree import explorer as stored
+from builder.tree import layout
+from builder.tree.explorer import ExplorerReader, PageMap
+from builder.tree.format import Node
+
+WRITER_THREADS = 8
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PageJob:
+    route: str
+    key: str
+    draw: Callable[[], bytes]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExplorerResult:
+    revision: int | None
+    rendered: tuple[str, ...]  # routes drawn: a map's, ``observacion/<id>.html``
+    observations: tuple[str, ...] = ()  # ids whose observation page got a new version
+
+
+def drawn_later(
+    page: Callable[..., bytes], serie: str, year: str, read: Callable[[], list[bytes]], *rest: Any
+) -> Callable[[], bytes]:
+    """One of a year's pages, drawn when called from the year's items, read then."""
+    return lambda: page(serie, year, read(), *rest)
+
+
+# -- what each page of a revision shows, and its key --------------------------------------------
+
+
+class Planner:
+    def __init__(self, view: BuiltTree, registry: Registry) -> None:
+        self.view = view
+        self.registry = registry
+
+    def jobs(self, revision: int) -> list[PageJob]:
+        """Every page of the map of ``revision`` (drawn only when its key is new)."""
+        root = self.view.root(revision)
+        coverage = {entry["serie"]: entry for entry in self.view.coverage(revision)}
+        jobs: list[PageJob] = []
+        years: dict[str, tuple[str, ...]] = {}
+        for serie in root.served:
+            top = self.view.series_top(serie, revision)
+            if top is None:
+                continue
+            years[serie] = top.keys
+            jobs.extend(self.series_jobs(serie, top, coverage.get(serie)))
+        jobs.append(self.home_job(revision, root.ts_commit, years, coverage))
+        jobs.extend(self.revision_jobs(revision))
+        return jobs
+
+    def home_job(
+        self,
+        revision: int,
+        ts_commit: str,
+        years: dict[str, tuple[str, ...]],
+        coverage: dict[str, dict[str, Any]],
+    ) -> PageJob:
+        latest = []
+        for serie in years:
+            prefix = self.view.latest(serie, revision)
+            if prefix is not None:
+                latest.append(pages.LatestValue(serie, views.item_of(prefix)))
+        page = pages.HomePage(
+            revision,
+            ts_commit,
+            tuple(latest),
+            tuple(coverage[s] for s in years if s in coverage),
+            years,
+        )
+        return PageJob("index.html", key_of("home", revision), lambda: pages.home_page(page))
+
+    def series_jobs(self, serie: str, top: Node, entry: dict[str, Any] | None) -> list[PageJob]:
+        gaps = views.gaps_by_year(entry)
+        summaries = []
+        jobs = []
+        for index, (year, year_hash) in enumerate(zip(top.keys, top.hashes, strict=True)):
+            previous = top.keys[index - 1] if index else None
+            following = top.keys[index + 1] if index + 1 < len(top.keys) else None
+            year_gaps = gaps.get(year, [])
+            count = self.view.tree.node(year_hash).total
+            summaries.append(pages.YearSummary(year, count, views.gap_counts(year_gaps)))
+            read = functools.cache(functools.partial(self.view.year_prefixes, year_hash))
+            jobs.append(
+                PageJob(
+                    f"serie/{serie}/{year}.html",
+                    key_of("year", year_hash, previous, following),
+                    drawn_later(views.year_page, serie, year, read, previous, following),
+                )
+            )
+            if entry is not None:
+                bounds = (
+                    max(entry["primera"], f"{year}-01-01"),
+                    min(entry["ultima"], f"{year}-12-31"),
+                )
+                jobs.append(
+                    PageJob(
+                        f"cobertura/{serie}/{year}.html",
+                        key_of("calendar", year_hash, year_gaps, bounds),
+                        drawn_later(views.calendar_page, serie, year, read, entry, year_gaps),
+                    )
+                )
+        series_page = pages.SeriesPage(serie, entry, tuple(summaries))
+        jobs.append(
+            PageJob(
+                f"serie/{serie}/index.html",
+                key_of("series", series_page),  # orjson encodes the dataclass as it is
+                lambda: pages.series_page(series_page),
+            )
+        )
+        return jobs
+
+    # -- the revision log ---------------------------------------------------------------------
+
+    def revision_jobs(self, revision: int) -> list[PageJob]:
+        """The log's pages; a key is what a page lists, so only the newest ones get new keys."""
+        last = views.revision_page_of(revision)
+        jobs = []
+        for number in range(1, last + 1):
+            numbers = views.revisions_in_page(number, revision)
+            has_newer = number < last
+            key = key_of("revisions", numbers.start, numbers.stop, has_newer)
+            draw = functools.cache(
+                functools.partial(self.draw_revisions, number, numbers, has_newer)
+            )
+            jobs.append(PageJob(f"revisiones/{number}.html", key, draw))
+            if number == last:
+                jobs.append(PageJob("revisiones/index.html", key, draw))
+        return jobs
+
+    def draw_revisions(self, number: int, numbers: range, has_newer: bool) -> bytes:
+        entries = [self.revision_entry(n) for n in reversed(numbers)]
+        return pages.revisions_page(pages.RevisionsPage(number, has_newer, tuple(entries)))
+
+    def revision_entry(self, number: int) -> pages.RevisionEntry:
+        meta = self.registry.revision(number)
+        if meta is None:
+            raise IntegrityError(f"registry has no revision {number}")
+        return views.revision_entry(
+            meta,
+            self.registry.last_observations_created(number, views.OBSERVATION_LINKS),
+            self.registry.count_observations_created(number),
+            self.registry.failures_of_revision(number),
+        )
+
+    # -- observations -------------------------------------------------------------------------
+
+    def observation_pages(self, since: int, revision: int) -> list[tuple[str, int, bytes]]:
+        """(id, version, detail prefix) of every detail the revisions after ``since`` wrote."""
+        found = []
+        for number in range(since + 1, revision + 1):
+            details = self.view.record(number).details
+            found.extend(
+                (observation_id, number, details[observation_id])
+                for observation_id in sorted(details)
+            )
+        return found
+
+    def draw_observation(self, prefix: bytes) -> bytes:
+        detail = orjson.loads(prefix + b"}")
+        evidence = {}
+        for evidence_id in views.evidence_ids(detail):
+            meta = self.view.evidence_meta(evidence_id)
+            if meta is not None:
+                evidence[evidence_id] = meta
+        return pages.observation_page(pages.ObservationPage(detail, evidence))
+
+
+# -- writing and sweeping -------------------------------------------------------------------------
+
+
+class ExplorerWriter:
+    def __init__(self, tree: TreeWriter, registry: Registry) -> None:
+        self.tree = tree
+        self.registry = registry
+        self.site = tree.site
+        self.folder = stored.explorer_dir(tree.site)
+        self.staging = layout.staging_dir(tree.site)
+        self.reader = ExplorerReader(tree)
+
+    def prepare(self, revision: int) -> ExplorerResult:
+        """Write the explorer of ``revision`` (written to the tree, published or not yet): its
+        changed pages, its new observation pages, then its map. A no-op when the published map
+        is ``revision``'s, drawn with the current templates."""
+        fingerprint = pages.template_fingerprint()
+        published = self.tree.published_revision()
+        base = None if published is None else self.reader.page_map(published)
+        if base is None or base.fingerprint != fingerprint or base.revision > revision:
+            base = PageMap(0, fingerprint, {})
+        elif base.revision == revision:
+            return ExplorerResult(revision, ())
+        planner = Planner(BuiltTree(self.tree), self.registry)
+        jobs = planner.jobs(revision)
+        stale = [job for job in jobs if base.pages.get(job.route, ("",))[0] != job.key]
+        entries = {job.route: base.pages[job.route] for job in jobs if job.route in base.pages}
+        entries |= self.write_pages(stale)
+        observations = planner.observation_pages(base.revision, revision)
+        self.write_files(
+            [
+                (
+                    stored.observation_page_path(self.site, observation_id, version),
+                    planner.draw_observation(prefix),
+                )
+                for observation_id, version, prefix in observations
+            ]
+        )
+        page_map = PageMap(revision, fingerprint, dict(sorted(entries.items())))
+        replace_durably(
+            stored.map_path(self.site, revision), page_map.encode(), staging=self.staging
+        )
+        rendered = [job.route for job in stale]
+        rendered += [f"observacion/{observation_id}.html" for observation_id, _, _ in observations]
+        return ExplorerResult(
+            revision,
+            tuple(rendered),
+            tuple(observation_id for observation_id, _, _ in observations),
+        )
+
+    def write_pages(self, jobs: list[PageJob]) -> dict[str, tuple[str, str]]:
+        """Draw each page and store it under its SHA-256 (once); its map entry by route."""
+        entries = {}
+        files = {}
+        for job in jobs:
+            data = job.draw()
+            digest = hashlib.sha256(data).hexdigest()
+            entries[job.route] = (job.key, digest)
+            path = stored.page_path(self.site, digest)
+            if not path.exists():  # a page is renamed into place whole: there, it is complete
+                files[path] = data
+        self.write_files(list(files.items()))
+        return entries
+
+    def write_files(self, files: list[tuple[Path, bytes]]) -> None:
+        """Each file under a new name in ``staging/``, fsynced, renamed into place; each folder
+        fsynced once. On a few threads when there are many: a first render writes thousands of
+        pages, and the file system commits concurrent fsyncs together."""
+        if not files:
+            return
+        folders = {path.parent for path, _ in files}
+        for folder in sorted(folders - {f for f in folders if f.is_dir()}):
+            folder.mkdir(parents=True, exist_ok=True)  # a first build: its entry made durable too
+            fsync_dir(folder.parent)
+        self.staging.mkdir(parents=True, exist_ok=True)
+
+        def put(item: tuple[Path, bytes]) -> None:
+            replace_durably(item[0], item[1], staging=self.staging, sync_folder=False)
+
+        if len(files) <= WRITER_THREADS:  # an ordinary build: starting threads costs more
+            for item in files:
+                put(item)
+        else:
+            with ThreadPoolExecutor(max_workers=WRITER_THREADS) as pool:
+                list(pool.map(put, files))
+        for folder in sorted(folders):
+            fsync_dir(folder)
+
+    def sweep(self, drawn: ExplorerResult | None = None) -> list[str]:
+        """Remove what the published map does not name: the previous revision's map and pages
+        once the pointer has moved, a killed build's leftovers, an older layout; and the older
+        versions of the observation pages ``drawn`` wrote, which the published revision no
+        longer serves (work in the observations drawn, not in all of them). Call under the site
+        lock, never between a ``prepare`` and the pointer's switch."""
+        published = self.tree.published_revision()
+        current = None if published is None else self.reader.page_map(published)
+        if current is None:
+            return []
+        removed = self.sweep_observations(drawn.observations if drawn else (), published)
+        keep = {
+            stored.MAPS: {f"{published}.json"},
+            stored.PAGES: {f"{digest}.html" for _, digest in current.pages.values()},
+        }
+        for entry in sorted(_names(self.folder)):
+            path = self.folder / entry
+            if entry not in stored.ENTRIES:  # not this layout's: an earlier explorer's pages
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+                removed.append(entry)
+            elif entry in keep:
+                for name in sorted(_names(path) - keep[entry]):
+                    (path / name).unlink(missing_ok=True)
+                    removed.append(f"{entry}/{name}")
+        return removed
+
+    def sweep_observations(self, observation_ids: tuple[str, ...], published: int) -> list[str]:
+        removed = []
+        for observation_id in sorted(set(observation_ids)):
+            versions = [v for v, _ in self.tree.detail_versions(observation_id) if v <= published]
+            for version in versions[:-1]:
+                path = stored.observation_page_path(self.site, observation_id, version)
+                if path.exists():
+                    path.unlink()
+                    removed.append(os.fspath(path.relative_to(self.folder)))
+        return removed
+
+
+def _names(folder: Path) -> set[str]:
+    try:
+        return set(os.listdir(folder))
+    except FileNotFoundError:
+        return set()
+
+
+def render_explorer(tree: TreeWriter, registry: Registry) -> ExplorerResult:
+    """Bring the explorer up to the published revision (a no-op when it is) and sweep."""
+    revision = tree.published_revision()
+    if revision is None:
+        return ExplorerResult(None, ())
+    writer = ExplorerWriter(tree, registry)
+    result = writer.prepare(revision)
+    writer.sweep(result)
+    return result

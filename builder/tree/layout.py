@@ -1,0 +1,35 @@
+"""The static tree's layout (``FXEV_SITE``): every path a reader or writer uses, named once.
+
+PUBLISHED                          {"revision", "ts_commit", "root_sha256", ...}: the pointer
+revisions/<K>.pack, <K>.idx        revision records (``revision``), append-only packs of 1,024
+                                   revisions and their index (``revlog``)
+objects/sha256/<ab>/<hex>          content-addressed: item chunks, tree nodes, lists, maps,
+                                   evidence bytes; a file's name is the SHA-256 of its bytes
+evidence/<id>.json                 a symbolic link whose target is the number of the revision
+                                   whose record holds the evidence's metadata
+observations/<id>/<R>-<hex>        an empty marker: the record of revision R holds a new
+                                   version of the observation's detail, of SHA-256 <hex>
+invalidations/<N>.json             Cache-Tag values the build that published N invalidated
+                                   (only when there are some)
+explorer/                          the HTML explorer's pages
+build.lock, staging/               the build's lock and its temporary files
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+POINTER = "PUBLISHED"
+REVISIONS = "revisions"
+OBJECTS = "objects"
+OBJECT_HASH = "sha256"  # objects/sha256/<ab>/<hex>, as ``builder.disk.blobs`` stores them
+EVIDENCE = "evidence"
+OBSERVATIONS = "observations"
+INVALIDATIONS = "invalidations"
+EXPLORER_DIR = "explorer"
+LOCK_FILE = "build.lock"
+STAGING = "staging"
+
+
+def staging_dir(site: Path) -> Path:
+    return site / STAGING

@@ -1,0 +1,59 @@
+"""Who is asking, and may they: the bearer token (or the explorer's cookie), then the limits.
+
+``/v1`` takes only ``Authorization: Bearer``; the explorer's paths also take the ``fxev_sesion``
+cookie its sign-in sets. A valid token is left on ``request.ctx.token`` for the ledger.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sanic import Request
+
+from gateway.errors import RateLimited, Unauthorized
+from gateway.ratelimit import now_us
+
+COOKIE = "fxev_sesion"
+
+
+def presented_token(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def cookie_token(request: Request) -> str | None:
+    """The token in the explorer's cookie, on explorer paths only (never under ``/v1``)."""
+    if request.path.startswith("/v1/") or request.path == "/v1":
+        return None
+    value = request.cookies.get(COOKIE)
+    return value or None
+
+
+def credential(request: Request) -> str | None:
+    """The token the request presents: its bearer token, else (outside ``/v1``) its cookie."""
+    return presented_token(request) or cookie_token(request)
+
+
+def authenticate(request: Request) -> None:
+    request.ctx.auth_checked = True
+    token = presented_token(request)
+    if token is None:
+        raise Unauthorized("A bearer token is required.")
+    record = request.app.ctx.token_check.check(token, datetime.now(UTC))
+    if record is None:
+        raise Unauthorized("The token is invalid, revoked or expired.")
+    request.ctx.token = record
+
+
+def limit_rate(request: Request) -> None:
+    """Count this request against its token's limits (real clock), or refuse it with 429."""
+    decision = request.app.ctx.limiter.acquire_us(request.ctx.token.id, now_us())
+    if not decision.allowed:
+        raise RateLimited(decision.retry_after)
+
+
+def admit(request: Request) -> None:
+    """The steps before every authenticated handler: the token (401), then its limits (429)."""
+    authenticate(request)
+    limit_rate(request)

@@ -1,0 +1,108 @@
+"""Every response to a valid token is recorded in the worker's ledger before it leaves
+(docs/decisions.md#ledger).
+
+Every route is wrapped in :func:`ledgered`, and the errors raised before any route ran pass
+:func:`recorded` in the app's error handler (no response middleware: Sanic's middleware
+machinery costs a share of every request). When the ledger cannot be written the response is
+replaced by a 503.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sanic import Request
+from sanic.log import error_logger
+from sanic.response import HTTPResponse
+
+from gateway.access import credential
+from gateway.errors import NotReady
+from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable
+from gateway.sending import Handler, error_response, send, x_request_id
+from gateway.stamps import utc_now_text
+from tokens.store import TokenRecord
+
+
+def ledgered(handler: Handler, gate: Callable[[Request], None] | None = None) -> Handler:
+    """Every route: ``gate`` (if any) then the handler; its answer, or its error's, recorded
+    before it leaves. One coroutine per request, whatever the steps."""
+
+    async def run(request: Request, **kwargs: str) -> HTTPResponse:
+        try:
+            if gate is not None:
+                gate(request)
+            response = await handler(request, **kwargs)
+        except Exception as exception:
+            response = error_response(request, exception)
+        return await recorded(request, response)
+
+    run.__name__ = handler.__name__
+    return run
+
+
+def ledger_token(request: Request) -> TokenRecord | None:
+    """The valid token this request carried, if any (also for unknown paths and methods)."""
+    token = getattr(request.ctx, "token", None)
+    if token is not None or getattr(request.ctx, "auth_checked", False):
+        return token
+    if request.path == "/v1/health/live":
+        return None  # public, and it touches no store
+    text = credential(request)
+    return None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
+
+
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def sent_digest(request: Request, sent: bytes) -> str:
+    """The hex SHA-256 of the body bytes sent: the one ``send`` was given for these very bytes
+    (the same object), else computed here."""
+    if not sent:
+        return EMPTY_SHA256
+    known = getattr(request.ctx, "known_digest", None)
+    if known is not None and known[0] is sent:
+        return known[1]
+    return hashlib.sha256(sent).hexdigest()
+
+
+def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -> LedgerEntry:
+    body = response.body or b""
+    sent = b"" if request.method == "HEAD" or response.status == 304 else body
+    return LedgerEntry(
+        ts=utc_now_text(),
+        x_request_id=x_request_id(request),
+        request_id=getattr(request.ctx, "body_request_id", None),
+        sha256=sent_digest(request, sent),
+        bytes=len(sent),
+        etag=response.headers.get("etag"),
+        token_id=token.id,
+        token_name=token.name,
+        method=request.method,
+        path=request.path,
+        query=request.query_string,
+        status=response.status,
+    )
+
+
+async def recorded(request: Request, response: HTTPResponse) -> HTTPResponse:
+    """``response`` once the ledger holds it on disk (docs/decisions.md#ledger), when the request
+    carried a valid token; a 503 instead when the ledger cannot be written."""
+    ledger: Ledger | None = request.app.ctx.ledger
+    if ledger is None:
+        return response
+    try:
+        token = ledger_token(request)
+        if token is None:
+            return response
+        await ledger.append(ledger_entry(request, response, token))
+    except LedgerUnavailable as error:
+        error_logger.error("%s; answering 503", error)
+    except Exception:
+        error_logger.exception("ledger entry failed on %s %s", request.method, request.path)
+    else:
+        return response
+    unavailable = NotReady("The request ledger is unavailable.")
+    body = unavailable.body(x_request_id(request))
+    return send(request, body, status=unavailable.status)

@@ -1,0 +1,119 @@
+"""The response headers the OpenAPI document describes: shared ones under
+``components/headers``, and the sets each kind of answer carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder.core.vocabulary import CDN_IMMUTABLE, IMMUTABLE, NO_STORE
+from gateway.openapi.json_schema import SHA256, TIMESTAMP, Schema
+
+# The document's own: public and changing only with a deployment, so caches keep it but
+# revalidate with the ETag.
+CACHE_CONTROL = "no-cache"
+
+
+def header(description: str, schema: Schema, required: bool = True) -> dict[str, Any]:
+    return {"description": description, "required": required, "schema": schema}
+
+
+def header_ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/headers/{name}"}
+
+
+HEADERS: dict[str, dict[str, Any]] = {
+    "X-Request-Id": header(
+        "A fresh UUID4 per HTTP request; quote it when reporting a problem.",
+        {"type": "string", "format": "uuid"},
+    ),
+    "Cache-Control-NoStore": header("Not cacheable.", {"type": "string", "const": NO_STORE}),
+    "Cache-Control-Immutable": header(
+        "Immutable: the client's own cache keeps it forever; private, so no shared cache serves "
+        "an authenticated answer.",
+        {"type": "string", "const": IMMUTABLE},
+    ),
+    "CDN-Cache-Control": header(
+        "For the service's own CDN, which validates tokens at its edge.",
+        {"type": "string", "const": CDN_IMMUTABLE},
+    ),
+    "ETag-Sha256": header(
+        "The quoted SHA-256 of the body.", {"type": "string", "pattern": '^"[0-9a-f]{64}"$'}
+    ),
+    "Retry-After": header(
+        "Whole seconds until a request would pass, rounded up, at least 1.",
+        {"type": "integer", "minimum": 1},
+    ),
+    "WWW-Authenticate": header("The bearer scheme.", {"type": "string", "const": "Bearer"}),
+    "Allow": header("The methods every path answers.", {"type": "string", "const": "GET, HEAD"}),
+}
+
+RATES_HEADERS: dict[str, dict[str, Any]] = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header(
+        "no-store without as_of_revision; with it, immutable.",
+        {"type": "string", "enum": [NO_STORE, IMMUTABLE]},
+    ),
+    "ETag": header(
+        "Only with as_of_revision: the quoted SHA-256 of the body.",
+        {"type": "string", "pattern": '^"[0-9a-f]{64}"$'},
+        required=False,
+    ),
+    "CDN-Cache-Control": header(
+        "Only with as_of_revision.", {"type": "string", "const": CDN_IMMUTABLE}, required=False
+    ),
+    "Cache-Tag": header(
+        "Only with as_of_revision: <currency>/<series>/<year> for each year the range covers, "
+        "comma-separated; a correction purges by tag.",
+        {"type": "string", "pattern": "^[A-Z]{3}/[a-z]+/[0-9]{4}(,[A-Z]{3}/[a-z]+/[0-9]{4})*$"},
+        required=False,
+    ),
+}
+
+AS_OF_NOT_MODIFIED_HEADERS: dict[str, dict[str, Any]] = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header_ref("Cache-Control-Immutable"),
+    "CDN-Cache-Control": header_ref("CDN-Cache-Control"),
+    "ETag": header_ref("ETag-Sha256"),
+    "Cache-Tag": {**RATES_HEADERS["Cache-Tag"], "required": True},
+}
+
+EVIDENCE_HEADERS: dict[str, dict[str, Any]] = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header_ref("Cache-Control-Immutable"),
+    "CDN-Cache-Control": header_ref("CDN-Cache-Control"),
+    "ETag": header("The quoted X-Sha256.", {"type": "string", "pattern": '^"[0-9a-f]{64}"$'}),
+    "X-Sha256": header(
+        "SHA-256 of the bytes, bare hex: hash what you downloaded and compare.",
+        {"type": "string", "pattern": SHA256},
+    ),
+    "X-Capturado-En": header(
+        "Capture instant, ISO-8601 UTC with Z.", {"type": "string", "pattern": TIMESTAMP}
+    ),
+    "X-Identidad-Consulta": header(
+        "What was queried; any character that is not printable ASCII is percent-encoded.",
+        {"type": "string"},
+    ),
+    "X-Content-Type-Options": header(
+        "The sources serve HTML: never sniff.", {"type": "string", "const": "nosniff"}
+    ),
+    "Content-Security-Policy": header(
+        "Never run what the source sent.", {"type": "string", "const": "sandbox"}
+    ),
+    "Content-Disposition": header(
+        "A download, named by ev_id.",
+        {"type": "string", "pattern": '^attachment; filename="[0-9a-f-]{36}"$'},
+    ),
+}
+
+NO_STORE_HEADERS = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header_ref("Cache-Control-NoStore"),
+}
+
+DOCUMENT_HEADERS = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header(
+        "Keep it, but revalidate with the ETag.", {"type": "string", "const": CACHE_CONTROL}
+    ),
+    "ETag": header_ref("ETag-Sha256"),
+}

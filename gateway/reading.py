@@ -1,0 +1,49 @@
+"""What a handler reads, for the API's routes and the explorer's alike: the published revision
+(or 503 before the first build), the tree, the parsed query string and today in Lima."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from sanic import Request
+
+from builder.core.business_days import today_in_lima
+from builder.core.settings import Settings
+from builder.tree.reader import TreeReader
+from gateway import params
+from gateway.errors import NotReady
+from gateway.published import Published
+from gateway.ratelimit import now_us
+
+
+def published(request: Request) -> Published:
+    current = request.app.ctx.view.current()
+    if current is None:
+        raise NotReady("No revision has been published yet.")
+    return current
+
+
+def query(request: Request) -> dict[str, str]:
+    return params.parse_query(request.query_string)
+
+
+def tree(request: Request) -> TreeReader:
+    return request.app.ctx.view.tree
+
+
+def hoy_lima(request: Request) -> date:
+    """Today in Lima: ``FXEV_NOW``'s when it is set, else the real clock's."""
+    settings: Settings = request.app.ctx.settings
+    if settings.now is not None:
+        return today_in_lima(settings.now)
+    return request.app.ctx.lima.day(now_us()).day
+
+
+def latest_dates(tree: TreeReader, revision: int) -> list[tuple[str, str]]:
+    """(serie, fecha_serie of its newest item) of every series served at ``revision``."""
+    found = []
+    for serie in tree.root(revision).served:
+        ref = tree.latest(serie, revision)
+        if ref is not None:
+            found.append((serie, ref.fecha_serie))
+    return found

@@ -1,0 +1,222 @@
+"""The ``/v1`` handlers and their table, :data:`ROUTES` (path, handler, needs a token).
+
+Every handler follows docs/decisions.md#order-of-checks: route -> authentication -> rate limit ->
+parameters -> data (the first two are the ``admit`` gate the app puts in front of every route that
+needs a token). Bodies are stored bytes plus the envelope, sent as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from sanic import Request
+from sanic.response import HTTPResponse
+
+from builder.core import vocabulary
+from builder.core.canonical import header_text, utc_timestamp
+from builder.ops.health import ntp_state
+from gateway import envelope, openapi, pagetoken, params
+from gateway.errors import NoObservations, NotFound
+from gateway.freshness import frescura, freshness_entry
+from gateway.published import Published, PublishedView
+from gateway.reading import hoy_lima, latest_dates, published, query, tree
+from gateway.sending import Handler, etag_matches, send, send_immutable, x_request_id
+
+PAGE_SIZE = 366
+REQUEST_ID_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e0f-9a61-2f4c8d9e7b10")
+
+
+async def health_live(request: Request) -> HTTPResponse:
+    return send(request, b'{"status":"alive"}', body_request_id=None)
+
+
+async def health_ready(request: Request) -> HTTPResponse:
+    published(request)
+    params.no_params(query(request))
+    return send(request, b'{"status":"ready"}', body_request_id=None)
+
+
+async def openapi_document(request: Request) -> HTTPResponse:
+    """Public (docs/decisions.md#public-endpoints): the OpenAPI document, revalidated with its
+    ETag."""
+    params.no_params(query(request))
+    headers = {"ETag": openapi.ETAG, "Cache-Control": openapi.CACHE_CONTROL}
+    body = b"" if etag_matches(request, openapi.ETAG) else openapi.BODY
+    status = 200 if body else 304
+    return send(request, body, status=status, headers=headers, body_request_id=None)
+
+
+async def rates(request: Request) -> HTTPResponse:
+    pub = published(request)
+    view: PublishedView = request.app.ctx.view
+    # A query string answered as of a revision before: the same answer, before any parsing.
+    raw_key = ("rates?", request.query_string)
+    memo = view.memo_get(raw_key)
+    if memo is not None:
+        body, etag, tags, request_id = memo
+        return send_immutable(request, body, etag, tags, body_request_id=request_id)
+    given = query(request)
+    q = params.rates_query(given, pub.revision, request.app.ctx.secret)
+    canonical = None
+    if q.as_of_revision is not None:
+        canonical = params.rates_canonical_request(q, given)
+        memo = view.memo_get(canonical)
+        if memo is not None:
+            view.memo_put(raw_key, memo)
+            body, etag, tags, request_id = memo
+            return send_immutable(request, body, etag, tags, body_request_id=request_id)
+        request_id = str(uuid.uuid5(REQUEST_ID_NAMESPACE, canonical))
+    else:
+        request_id = x_request_id(request)
+    page = tree(request).rates(q.series, q.start, q.end, q.revision, q.offset, PAGE_SIZE)
+    if page.total == 0:
+        raise NoObservations(f"No observations of {q.series} from {q.start} to {q.end}.")
+    next_offset = q.offset + len(page.items)
+    next_token = None
+    if page.items and next_offset < page.total:
+        next_token = pagetoken.sign(request.app.ctx.secret, q.revision, q.query_key, next_offset)
+    annotations = None
+    if q.include_annotations:
+        wanted = params.AnnotationsQuery(q.currency, q.series, q.start, q.end)
+        annotations = [a for a in tree(request).annotations(q.revision) if wanted.matches(a)]
+    items = [(ref.prefix, pub.superseded_por.get(ref.observacion_id)) for ref in page.items]
+    body = envelope.rates_body(items, page.total, next_token, annotations, q.revision, request_id)
+    if canonical is None:
+        return send(request, body)
+    etag = '"' + hashlib.sha256(body).hexdigest() + '"'
+    tags = {"Cache-Tag": ",".join(f"{q.currency}/{q.series}/{year}" for year in q.years())}
+    view.memo_put(canonical, (body, etag, tags, request_id), len(body))
+    view.memo_put(raw_key, (body, etag, tags, request_id))  # the same bytes, not counted twice
+    return send_immutable(request, body, etag, tags, body_request_id=request_id)
+
+
+async def rates_latest(request: Request) -> HTTPResponse:
+    pub = published(request)
+    view: PublishedView = request.app.ctx.view
+    today = hoy_lima(request)
+    # The body is a function of the query string, the published revision and today in Lima,
+    # but for its fresh request_id: memoised cut around it.
+    key = ("latest?", request.query_string, today)
+    parts = view.memo_get(key)
+    if parts is None:
+        q = params.series_query(query(request))
+        ref = tree(request).latest(q.series, pub.revision)
+        if ref is None:
+            raise NoObservations(f"The series {q.series} has no observations.")
+        block = frescura(q.series, ref.fecha_serie, today)
+        superseded_por = pub.superseded_por.get(ref.observacion_id)
+        item = envelope.latest_prefix(ref.prefix, superseded_por, block)
+        parts = envelope.finish_around_request_id(item, pub.revision)
+        view.memo_put(key, parts, len(parts[0]) + len(parts[1]))
+    head, tail = parts
+    return send(request, head + x_request_id(request).encode() + tail)
+
+
+async def observation(request: Request, obs_id: str) -> HTTPResponse:
+    pub = published(request)
+    obs_id = params.path_uuid("obs_id", obs_id)
+    params.no_params(query(request))
+    prefix = tree(request).detail(obs_id, pub.revision)
+    if prefix is None:
+        raise NotFound(f"No observation {obs_id}.")
+    return send(request, envelope.finish(prefix, pub.revision, x_request_id(request)))
+
+
+async def evidence(request: Request, ev_id: str) -> HTTPResponse:
+    pub = published(request)
+    view: PublishedView = request.app.ctx.view
+    key = ("evidence", ev_id)  # the path segment as sent: a valid id, checked the first time
+    found = view.memo_get(key)
+    if found is None:
+        found = evidence_answer(request, pub, params.path_uuid("ev_id", ev_id))
+        view.memo_put(key, found, len(found[0]))
+    if request.query_string:
+        params.no_params(query(request))
+    data, etag, headers, content_type = found
+    return send_immutable(request, data, etag, headers, content_type)
+
+
+def evidence_answer(
+    request: Request, pub: Published, ev_id: str
+) -> tuple[bytes, str, dict[str, str], str]:
+    """(bytes, ETag, headers, content type) of a published evidence file, its bytes checked
+    against their recorded SHA-256 as they are read."""
+    params.no_params(query(request))
+    meta = tree(request).evidence_meta(ev_id, pub.revision)
+    if meta is None:
+        raise NotFound(f"No evidence {ev_id}.")
+    headers = {
+        "X-Sha256": meta["sha256"],
+        "X-Capturado-En": meta["capturado_en"],
+        "X-Identidad-Consulta": header_text(meta["identidad_consulta"]),
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "sandbox",
+        "Content-Disposition": f'attachment; filename="{ev_id}"',
+    }
+    etag = '"' + meta["sha256"] + '"'
+    return tree(request).evidence_bytes(meta["sha256"]), etag, headers, meta["content_type"]
+
+
+async def revisions(request: Request) -> HTTPResponse:
+    pub = published(request)
+    at = params.revisions_at(query(request))
+    root = tree(request).revision_at(utc_timestamp(at), pub.revision)
+    if root is None:
+        raise NoObservations("No revision was committed at or before that instant.")
+    value = {"revision": root.revision, "ts_commit": root.ts_commit}
+    return send(request, envelope.object_body(value, pub.revision, x_request_id(request)))
+
+
+async def coverage(request: Request) -> HTTPResponse:
+    pub = published(request)
+    params.no_params(query(request))
+    value = {"series": tree(request).coverage(pub.revision)}
+    return send(request, envelope.object_body(value, pub.revision, x_request_id(request)))
+
+
+async def alerts(request: Request) -> HTTPResponse:
+    pub = published(request)
+    open_only = params.alerts_open(query(request))
+    items = [alert.to_json() for alert in request.app.ctx.alerts.list(open_only=open_only)]
+    return send(request, envelope.listing_body(items, pub.revision, x_request_id(request)))
+
+
+async def annotations(request: Request) -> HTTPResponse:
+    pub = published(request)
+    wanted = params.annotations_query(query(request))
+    items = [a for a in tree(request).annotations(pub.revision) if wanted.matches(a)]
+    return send(request, envelope.listing_body(items, pub.revision, x_request_id(request)))
+
+
+async def health_freshness(request: Request) -> HTTPResponse:
+    pub = published(request)
+    params.no_params(query(request))
+    today = hoy_lima(request)
+    entries = [
+        freshness_entry(vocabulary.CURRENCY, serie, fecha, today)
+        for serie, fecha in latest_dates(tree(request), pub.revision)
+    ]
+    value = {
+        "series": entries,
+        "alertas_abiertas": len(request.app.ctx.alerts.list(open_only=True)),
+        "hoy_lima": today.isoformat(),
+        "ntp": ntp_state(),
+    }
+    return send(request, envelope.object_body(value, pub.revision, x_request_id(request)))
+
+
+ROUTES: tuple[tuple[str, Handler, bool], ...] = (
+    ("/v1/health/live", health_live, False),
+    ("/v1/health/ready", health_ready, True),
+    ("/v1/health/freshness", health_freshness, True),
+    ("/v1/rates", rates, True),
+    ("/v1/rates/latest", rates_latest, True),
+    ("/v1/observations/<obs_id:str>", observation, True),
+    ("/v1/evidence/<ev_id:str>", evidence, True),
+    ("/v1/revisions", revisions, True),
+    ("/v1/coverage", coverage, True),
+    ("/v1/alerts", alerts, True),
+    ("/v1/annotations", annotations, True),
+    (openapi.PATH, openapi_document, False),
+)

@@ -1,0 +1,266 @@
+"""Every error ``fxev`` can meet is one line on stderr, ``fxev: ...``, and a non-zero exit.
+
+One representative failure per kind of ``builder.core.errors`` runs ``python -m builder`` as a
+real subprocess: a bad import file, a bad date, a bad setting, a missing file, an unknown id, a
+state conflict, a corrupt tree, a corrupt registry, an unwritable export, a bad verify request.
+A full disk too: a subprocess under ``RLIMIT_FSIZE`` (its writes past the limit fail with
+``EFBIG``, ``SIGXFSZ`` ignored), and in process SQLite's real "database or disk is full" (a
+``max_page_count``) and an ``ENOSPC`` from ``fsync``; after each, the registry is intact.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder import cli
+from builder.registry import store
+
+TIMEOUT = 60
+NOW = "2026-09-20T13:05:00-05:00"
+CSV = "fecha_serie,compra,venta\n2026-09-18,3.354,3.362\n"
+
+
+@dataclass
+class Ran:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return json.loads(self.stdout.splitlines()[-1])
+
+
+Fxev = Callable[..., Ran]
+
+
+def assert_one_line(ran: Ran, code: int = 1) -> str:
+    """The failure shape: ``code``, nothing on stdout, one ``fxev: `` line, no traceback."""
+    assert ran.code == code, ran
+    assert ran.stdout == "", ran
+    assert "Traceback" not in ran.stderr, ran.stderr
+    assert len(ran.stderr.splitlines()) == 1, ran.stderr
+    assert ran.stderr.startswith("fxev: ") and ran.stderr.endswith("\n"), ran.stderr
+    return ran.stderr.removeprefix("fxev: ").rstrip("\n")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def env(tmp_path: Path, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")}
+    env.update({"FXEV_HOME": str(home), "FXEV_SITE": str(tmp_path / "site"), "FXEV_NOW": NOW})
+    return env
+
+
+@pytest.fixture
+def fxev(env: dict[str, str]) -> Fxev:
+    def run(*args: str, extra: dict[str, str] | None = None, fsize: int | None = None) -> Ran:
+        def limit_file_size() -> None:  # in the child, before exec
+            assert fsize is not None
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: EFBIG
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "builder", *args],
+            env=env | (extra or {}),
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+            preexec_fn=None if fsize is None else limit_file_size,
+        )
+        return Ran(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+    return run
+
+
+@pytest.fixture
+def imported(fxev: Fxev, tmp_path: Path) -> int:
+    """A registry holding one import (revision 1); the revision number."""
+    path = tmp_path / "seed.csv"
+    path.write_text(CSV)
+    ran = fxev("import", str(path), "--actor", "ana", "--justification", "seed")
+    assert ran.code == 0, ran.stderr
+    return int(ran.last["revision"])
+
+
+@pytest.fixture
+def big(tmp_path: Path) -> Path:
+    """An import of 2000 dates (about 46 KB): more than fits in the registry's free pages."""
+    rows = [
+        f"{year}-{month:02d}-{day:02d},3.354,3.362"
+        for year in range(2015, 2026)
+        for month in range(1, 13)
+        for day in range(1, 29)
+    ][:2000]
+    path = tmp_path / "big.csv"
+    path.write_text("fecha_serie,compra,venta\n" + "\n".join(rows) + "\n")
+    assert path.stat().st_size > 45_000
+    return path
+
+
+def registry_verify(fxev: Fxev) -> dict[str, Any]:
+    ran = fxev("registry", "verify")
+    assert ran.code == 0, ran
+    report = ran.last
+    assert (report["ok"], report["findings"]) == (True, [])
+    return report
+
+
+# -- usage: the operator's input ----------------------------------------------------------
+
+
+def test_a_bad_import_file(fxev: Fxev, tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("fecha,valor\n2026-09-18,3.35\n")
+    message = assert_one_line(fxev("import", str(path), "--actor", "a", "--justification", "j"))
+    assert message.startswith("line 1: header must be")
+
+
+def test_a_bad_date_argument(fxev: Fxev) -> None:
+    ran = fxev("backfill", "--source", "centralbank", "--from", "2026-13-01", "--to", "2026-09-01")
+    assert assert_one_line(ran) == "--from '2026-13-01' is not a date YYYY-MM-DD"
+
+
+def test_a_bad_setting(fxev: Fxev) -> None:
+    ran = fxev("build", extra={"FXEV_RATE_LIMIT_PER_MIN": "abc"})
+    assert assert_one_line(ran) == "FXEV_RATE_LIMIT_PER_MIN must be an integer, got 'abc'"
+
+
+def test_a_missing_file(fxev: Fxev, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.csv"
+    ran = fxev("import", str(missing), "--actor", "a", "--justification", "j")
+    assert assert_one_line(ran) == f"cannot read {missing}: No such file or directory"
+
+
+def test_an_unknown_id(fxev: Fxev) -> None:
+    ran = fxev("alerts", "ack", "00000000-0000-4000-8000-000000000000", "--actor", "ana")
+    assert assert_one_line(ran) == "no alert with id 00000000-0000-4000-8000-000000000000"
+
+
+def test_a_state_conflict(fxev: Fxev) -> None:
+    issued = fxev("token", "issue", "consumer")
+    assert issued.code == 0, issued.stderr
+    token_id = json.loads(issued.stdout.splitlines()[0])["id"]
+    assert fxev("token", "revoke", token_id).code == 0
+    message = assert_one_line(fxev("token", "revoke", token_id))
+    assert message.startswith(f"token {token_id} was already revoked at ")
+
+
+def test_a_bad_verify_request_is_exit_2(fxev: Fxev) -> None:
+    ran = fxev("verify", "not-a-uuid", "--url", "http://127.0.0.1:9", extra={"FXEV_TOKEN": "t"})
+    assert assert_one_line(ran, code=2) == "verify: 'not-a-uuid' is not an observation id (a UUID)"
+    ran = fxev("verify", "--url", "http://127.0.0.1:9", extra={"FXEV_TOKEN": "t"})
+    assert assert_one_line(ran, code=2).startswith("verify takes an OBSERVACION_ID")
+
+
+# -- integrity: stored bytes that disagree with their hashes -------------------------------
+
+
+def test_a_corrupt_tree(fxev: Fxev, imported: int, tmp_path: Path) -> None:
+    assert fxev("build").code == 0
+    pointer = tmp_path / "site" / "PUBLISHED"
+    published = json.loads(pointer.read_text())
+    pointer.write_text(json.dumps({**published, "root_sha256": "0" * 64}))
+    message = assert_one_line(fxev("build"))
+    assert message == f"revision record {imported} does not match its recorded sha256:{'0' * 64}"
+
+
+def test_a_corrupt_registry(fxev: Fxev, home: Path) -> None:
+    home.mkdir()
+    (home / "registry.sqlite").write_bytes(b"this is not a database. " * 64)
+    message = assert_one_line(fxev("registry", "verify"))
+    assert message == "the database is corrupt: file is not a database"
+
+
+# -- storage: a file that cannot be written, a full disk ------------------------------------
+
+
+def test_an_export_onto_a_folder(fxev: Fxev, imported: int, tmp_path: Path) -> None:
+    (tmp_path / "folder.warc").mkdir()
+    message = assert_one_line(fxev("export", "warc", str(tmp_path / "folder.warc")))
+    assert message.startswith("export warc: [Errno 21] Is a directory")
+
+
+def test_a_full_disk_in_a_subprocess_leaves_the_registry_intact(
+    fxev: Fxev, imported: int, big: Path
+) -> None:
+    # 2000 lines (about 46 KB): the import's evidence blob is its first write past 40 KB, after
+    # SQLite's 32 KB shared-memory file; the revision never begins.
+    ran = fxev("import", str(big), "--actor", "a", "--justification", "j", fsize=40_000)
+
+    assert assert_one_line(ran) == "cannot write: File too large"
+    assert registry_verify(fxev)["revision"] == imported
+    assert fxev("import", str(big), "--actor", "a", "--justification", "j").code == 0
+
+
+def test_a_full_database_in_process_leaves_the_registry_intact(
+    fxev: Fxev,
+    imported: int,
+    env: dict[str, str],
+    big: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    connect = store.connect
+
+    def full(path: Path) -> sqlite3.Connection:  # the database may not grow by one page
+        conn = connect(path)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        return conn
+
+    monkeypatch.setattr(store, "connect", full)
+
+    code = cli.main(["import", str(big), "--actor", "a", "--justification", "j"])
+
+    captured = capsys.readouterr()
+    ran = Ran(code, captured.out, captured.err)
+    assert assert_one_line(ran) == "cannot write the database: database or disk is full"
+    monkeypatch.undo()
+    assert registry_verify(fxev)["revision"] == imported
+
+
+def test_enospc_in_process_leaves_the_registry_intact(
+    fxev: Fxev,
+    imported: int,
+    env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    path = tmp_path / "more.csv"
+    path.write_text(CSV.replace("2026-09-18", "2026-09-17"))
+
+    code = cli.main(["import", str(path), "--actor", "a", "--justification", "j"])
+
+    captured = capsys.readouterr()
+    ran = Ran(code, captured.out, captured.err)
+    assert assert_one_line(ran) == "cannot write: No space left on device"
+    monkeypatch.undo()
+    assert registry_verify(fxev)["revision"] == imported

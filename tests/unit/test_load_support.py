@@ -1,0 +1,37 @@
+"""Pure parts of the gateway benchmark (``tests.support``): nginx's configuration, the best of
+noisy runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.nginx import nginx_config
+from tests.support.wrk import Measurement, WrkResult, best
+
+
+def test_nginx_serves_the_folder_on_loopback_in_the_foreground_without_logs() -> None:
+    config = nginx_config(Path("/t/ng"), Path("/t/root"), 8123, 2, as_root=False)
+    assert "listen 127.0.0.1:8123;" in config
+    assert "root /t/root;" in config
+    assert "worker_processes 2;" in config
+    assert "daemon off;" in config and "access_log off;" in config
+    assert "pid /t/ng/nginx.pid;" in config
+    assert "user " not in config
+    assert config.count("{") == config.count("}")
+
+
+def test_nginx_runs_its_workers_as_root_only_when_started_by_root() -> None:
+    config = nginx_config(Path("/t/ng"), Path("/t/root"), 8123, 2, as_root=True)
+    assert config.startswith("user root;\n")
+
+
+def run(rps: float, p99_s: float) -> WrkResult:
+    return WrkResult(int(rps * 5), 5.0, {50: p99_s / 2, 99: p99_s}, 0, 0)
+
+
+def test_best_takes_the_fastest_run_with_its_cpu_and_the_calmest_p99() -> None:
+    noisy = Measurement(run(900, 0.002), 500.0, run(300, 0.030))
+    calm = Measurement(run(1200, 0.010), 400.0, run(350, 0.004))
+    chosen = best([noisy, calm])
+    assert chosen.throughput.rps == 1200 and chosen.cpu_us_per_request == 400.0
+    assert chosen.latency.p99_s == 0.004

@@ -1,0 +1,120 @@
+"""The HTTP edge of ``fxev verify``: a small ``requests`` client of the fxev API.
+
+It knows two endpoints (``/v1/observations/{id}``, ``/v1/evidence/{id}``), sends the bearer
+token, honours ``Retry-After`` on 429 and turns everything else that is not an answer into
+``ClientError``: network failures, 401, a 404 for the observation asked for, any other status.
+A 404 for a link of a chain is data, not an error: ``observation(..., missing_ok=True)`` returns
+None, and the chain check reports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+import requests
+
+from builder.core.errors import RemoteError
+
+TIMEOUT_S = (10.0, 30.0)
+MAX_RATE_LIMIT_WAITS = 5
+USER_AGENT = "fxev-verify/0.1"
+
+
+class ClientError(RemoteError):
+    """The API could not be asked or did not answer: not a verdict on the data (exit 2)."""
+
+    command = "verify"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EvidenceAnswer:
+    body: bytes
+    headers: Mapping[str, str]
+
+
+class ApiClient:
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.session = session or requests.Session()
+        self.session.trust_env = False
+        self.session.headers.update({"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT})
+        self.sleep = sleep
+        self._details: dict[str, dict[str, Any] | None] = {}
+        self._evidence: dict[str, EvidenceAnswer] = {}
+
+    def close(self) -> None:
+        self.session.close()
+
+    def observation(self, obs_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
+        """``/v1/observations/{id}`` decoded (memoised per run), or None for an unknown link."""
+        if obs_id not in self._details:
+            response = self._get(f"/v1/observations/{obs_id}", missing_ok=missing_ok)
+            self._details[obs_id] = None if response is None else _json(response)
+        detail = self._details[obs_id]
+        if detail is None and not missing_ok:
+            raise ClientError(f"observation {obs_id}: 404 NOT_FOUND")
+        return detail
+
+    def evidence(self, ev_id: str) -> EvidenceAnswer:
+        """``/v1/evidence/{id}``: the bytes exactly as received and the headers."""
+        if ev_id not in self._evidence:
+            response = self._get(f"/v1/evidence/{ev_id}", missing_ok=False)
+            assert response is not None
+            self._evidence[ev_id] = EvidenceAnswer(response.content, dict(response.headers))
+        return self._evidence[ev_id]
+
+    def _get(self, path: str, *, missing_ok: bool) -> requests.Response | None:
+        url = self.base_url + path
+        for attempt in range(MAX_RATE_LIMIT_WAITS + 1):
+            try:
+                response = self.session.get(url, timeout=TIMEOUT_S)
+            except requests.RequestException as error:
+                raise ClientError(f"GET {url}: {error}") from None
+            if response.status_code == 429:
+                if attempt < MAX_RATE_LIMIT_WAITS:
+                    self.sleep(_retry_after(response))
+                continue
+            if response.status_code == 200:
+                return response
+            if response.status_code == 404 and missing_ok:
+                return None
+            raise ClientError(f"GET {url}: {_describe(response)}")
+        raise ClientError(f"GET {url}: still 429 RATE_LIMITED after {MAX_RATE_LIMIT_WAITS} waits")
+
+
+def _retry_after(response: requests.Response) -> float:
+    try:
+        return max(1.0, float(response.headers.get("Retry-After", "1")))
+    except ValueError:
+        return 1.0
+
+
+def _describe(response: requests.Response) -> str:
+    """``401 UNAUTHORIZED: message`` from an error body, or the bare status."""
+    try:
+        body = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict) and "code" in body:
+        return f"{response.status_code} {body['code']}: {body.get('message', '')}".rstrip(": ")
+    return f"{response.status_code} {response.reason}"
+
+
+def _json(response: requests.Response) -> dict[str, Any]:
+    try:
+        value = orjson.loads(response.content)
+    except orjson.JSONDecodeError as error:
+        raise ClientError(f"GET {response.url}: the body is not JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise ClientError(f"GET {response.url}: the body is not a JSON object")
+    return value

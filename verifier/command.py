@@ -1,0 +1,169 @@
+"""``fxev verify``: a consumer's end-to-end check of values against their evidence, over HTTP.
+
+For one observation: fetch its detail and its evidence, then check (``verifier.checks``)
+the bytes' SHA-256 against ``X-Sha256``, the ETag and the recording event; the evidence headers
+against the observation; the bytes re-parsed with the observation's parser against its values;
+and its supersession chain (each link fetched). For a saved ``/v1/rates`` (or
+``/v1/rates/latest``) response: the same for every item, plus the item against its observation
+as of the response's revision.
+
+Verdict: any ``fail`` exits 1; ``notice`` (a later correction) keeps 0; not being able to ask
+(network, 401, 404, a bad saved file) is ``VerifyError``/``ClientError``, exit 2, reported by
+``fxev``'s one handler (``builder.core.errors``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from builder.core.errors import RemoteError, UsageError
+from verifier.checks import (
+    Check,
+    chain_checks,
+    chain_ids,
+    evidence_checks,
+    item_checks,
+    value_checks,
+)
+from verifier.client import ApiClient
+
+Out = Callable[[str], None]
+
+
+class VerifyUsageError(UsageError):
+    """``fxev verify`` asked wrongly: an id and ``--response`` together, or no token (exit 2)."""
+
+    exit_code = 2
+
+
+class VerifyError(UsageError):
+    """The check could not start: a malformed id, an unreadable saved response (exit 2)."""
+
+    exit_code = 2
+    command = "verify"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SavedResponse:
+    items: tuple[Mapping[str, Any], ...]
+    dataset_revision: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verdict:
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(check.status == "fail" for check in self.checks)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "checked": len({check.observacion_id for check in self.checks}),
+            "findings": [c.finding() for c in self.checks if c.status != "ok"],
+        }
+
+
+def canonical_uuid(text: str) -> str:
+    """``text`` as a lower-case hyphenated UUID, or ``VerifyError``."""
+    try:
+        value = uuid.UUID(text)
+    except ValueError:
+        raise VerifyError(f"{text!r} is not an observation id (a UUID)") from None
+    if len(text) != 36:
+        raise VerifyError(f"{text!r} is not an observation id (a 36-character UUID)")
+    return str(value)
+
+
+def parse_saved_response(data: bytes) -> SavedResponse:
+    """The items of a saved ``/v1/rates`` body (or the one item of ``/v1/rates/latest``)."""
+    try:
+        body = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise VerifyError(f"the saved response is not JSON: {error}") from None
+    if not isinstance(body, dict) or not isinstance(body.get("dataset_revision"), int):
+        raise VerifyError("the saved response has no dataset_revision: not an fxev rates body")
+    if isinstance(body.get("items"), list):
+        items = tuple(body["items"])
+    elif "observacion_id" in body:
+        items = (body,)
+    else:
+        raise VerifyError("the saved response has neither items nor observacion_id")
+    for position, item in enumerate(items, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("observacion_id"), str):
+            raise VerifyError(f"item {position} of the saved response has no observacion_id")
+    return SavedResponse(items, body["dataset_revision"])
+
+
+def read_saved_response(path: Path) -> SavedResponse:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise VerifyError(f"cannot read {path}: {error.strerror}") from None
+    return parse_saved_response(data)
+
+
+class MalformedAnswer(VerifyError, RemoteError):
+    """An API answer lacks a field the spec gives it: nothing can be concluded (exit 2)."""
+
+
+def verify_observation(client: ApiClient, obs_id: str, out: Out) -> list[Check]:
+    """Every check of one observation; each printed through ``out`` as it is made."""
+    try:
+        return _verify_observation(client, obs_id, out)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise MalformedAnswer(
+            f"observation {obs_id}: the API's answer is not shaped as the spec says ({error!r})"
+        ) from None
+
+
+def _verify_observation(client: ApiClient, obs_id: str, out: Out) -> list[Check]:
+    detail = client.observation(canonical_uuid(obs_id))
+    assert detail is not None
+    observation = detail["observacion"]
+    out(
+        f"observacion {observation['id']} ({observation['fecha_serie']} {observation['serie']}, "
+        f"{observation['fuente']}, revision {observation['revision_creada']})"
+    )
+    evidence = client.evidence(observation["evidencia_id"])
+    checks, event = evidence_checks(detail, evidence.body, evidence.headers)
+    checks += value_checks(detail, evidence.body, event)
+    members = {
+        member_id: client.observation(member_id, missing_ok=True)
+        for member_id in chain_ids(detail)
+        if member_id != observation["id"]
+    }
+    checks += chain_checks(detail, members)
+    for check in checks:
+        out(check.line)
+    return checks
+
+
+def verify_saved_response(client: ApiClient, saved: SavedResponse, out: Out) -> list[Check]:
+    """Every item of a saved response: its observation's checks, then the item's."""
+    checks: list[Check] = []
+    for item in saved.items:
+        checks += verify_observation(client, item["observacion_id"], out)
+        detail = client.observation(canonical_uuid(item["observacion_id"]))
+        assert detail is not None
+        try:
+            item_result = item_checks(item, detail, saved.dataset_revision)
+        except (KeyError, TypeError, AttributeError) as error:
+            raise MalformedAnswer(
+                f"item {item['observacion_id']}: not shaped as the spec says ({error!r})"
+            ) from None
+        for check in item_result:
+            out(check.line)
+            checks.append(check)
+    return checks
