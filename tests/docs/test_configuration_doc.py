@@ -1,0 +1,67 @@
+"""The configuration table of the docs is the settings code's: every variable, its exact default.
+
+``builder.core.settings.SETTINGS`` declares each setting once (variable, ``Settings`` field,
+default, help); ``docs/operating/configuration.md`` must list exactly those variables with
+exactly those defaults, and each documented default must be what ``load_settings`` really uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from builder.core.settings import SETTINGS, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "operating" / "configuration.md"
+VARIABLE = re.compile(r"\bFXEV_[A-Z0-9_]+\b")
+# Packages whose every FXEV_* variable must be documented somewhere in docs/.
+PACKAGES = ("builder", "gateway", "tokens", "verifier")
+
+
+def documented() -> dict[str, str]:
+    """variable -> default, from the rows of the page's table."""
+    rows = re.findall(r"^\| `(FXEV_[A-Z0-9_]+)` \| ([^|]+?) \|", PAGE.read_text(), re.MULTILINE)
+    table = {name: default.strip().strip("`") for name, default in rows}
+    assert len(table) == len(rows), "a variable is listed twice"
+    return table
+
+
+def test_the_table_lists_exactly_the_settings_the_code_knows() -> None:
+    assert sorted(documented()) == sorted(setting.variable for setting in SETTINGS)
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda setting: setting.variable)
+def test_each_documented_default_is_the_code_default(setting) -> None:  # type: ignore[no-untyped-def]
+    assert documented()[setting.variable] == setting.shown_default
+
+
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda setting: setting.variable)
+def test_each_default_is_what_load_settings_uses(setting) -> None:  # type: ignore[no-untyped-def]
+    defaults = load_settings({})
+    if setting.default is None:
+        assert getattr(defaults, setting.field) is None
+    else:
+        assert load_settings({setting.variable: setting.default}) == defaults
+
+
+def test_every_settings_field_is_one_documented_setting() -> None:
+    fields = [field.name for field in dataclasses.fields(Settings)]
+    assert sorted(fields) == sorted(setting.field for setting in SETTINGS)
+
+
+def test_the_settings_code_reads_no_variable_outside_its_table() -> None:
+    source = (ROOT / "builder" / "core" / "settings.py").read_text(encoding="utf-8")
+    assert set(VARIABLE.findall(source)) == {setting.variable for setting in SETTINGS}
+
+
+def test_every_variable_the_code_reads_is_documented() -> None:
+    docs = "\n".join(page.read_text(encoding="utf-8") for page in (ROOT / "docs").rglob("*.md"))
+    named = set(VARIABLE.findall(docs))
+    for package in PACKAGES:
+        for module in (ROOT / package).rglob("*.py"):
+            missing = set(VARIABLE.findall(module.read_text(encoding="utf-8"))) - named
+            assert not missing, f"{module.relative_to(ROOT)} reads {sorted(missing)}"
