@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+# make run PORT=8001 serves the demo on another port.
+PORT   ?= 8000
 
 .PHONY: install run test lint fmt bench bench-gateway clean
 
@@ -15,7 +17,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m builder.demo --serve
+	$(PY) -m builder.demo --serve --port $(PORT)
 
 test: $(STAMP)
 	bash tests/browser/install-chromium.sh
@@ -35,5 +37,8 @@ bench: bench-gateway
 bench-gateway: $(STAMP)
 	sh bench/install-tools.sh && $(PY) -m bench.gateway_load
 
+# The demo's home and its tree go together (a tree belongs to one registry); site_out's
+# tracked .gitignore stays.
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var .site_out.rebuild .site_out.rebuild.old
+	[ ! -d site_out ] || find site_out -mindepth 1 -maxdepth 1 ! -name .gitignore -exec rm -rf {} +

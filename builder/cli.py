@@ -3,7 +3,8 @@
 Every command prints, as its last line on stdout, one JSON object; errors go to stderr as one
 line with a non-zero exit, and change nothing. The commands only parse arguments and call into
 the packages; every error they can meet is a ``builder.core.errors.FxevError``, reported by
-:func:`main`'s one handler.
+:func:`main`'s one handler. A command that reads a store refuses a home that lacks it
+(``require``), and so never creates an empty home; writing commands may create one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from builder.capture.alerting import sync_alerts
 from builder.capture.backfill import (
     BACKFILL_SOURCES,
     backfill_centralbank,
@@ -34,11 +36,12 @@ from builder.capture.run import Stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
 from builder.core.business_days import today_in_lima
-from builder.core.errors import FxevError, translate_environment
+from builder.core.errors import FxevError, NotFound, translate_environment
 from builder.core.settings import Settings, load_settings
 from builder.publish.build import Builder
 from builder.publish.warc import export_warc
 from builder.publish.writer import TreeWriter
+from builder.registry.store import REGISTRY_FILE
 from builder.registry.verify import verify_registry
 from tokens.cli import add_token_commands
 from verifier.client import ApiClient
@@ -51,6 +54,7 @@ from verifier.command import (
 )
 
 COMMAND_GROUP = "fxev.commands"
+DESCRIPTION = "fxev: the operator's command line (capture, build, tokens, serving, evidence)"
 
 
 def emit(value: dict[str, Any]) -> None:
@@ -60,6 +64,16 @@ def emit(value: dict[str, Any]) -> None:
 
 def open_stores(settings: Settings) -> closing[Stores]:
     return closing(Stores.open(settings.home))
+
+
+def require(path: Path, what: str, setting: str = "FXEV_HOME") -> None:
+    """Refuse a command whose store is missing: one line naming the resolved path."""
+    if not path.exists():
+        raise NotFound(f"no {what} at {path.absolute()} (set {setting} to the right folder)")
+
+
+def require_registry(settings: Settings) -> None:
+    require(settings.home / REGISTRY_FILE, "registry")
 
 
 CAPTURES = {"taxauth_txt": capture_taxauth_txt, "centralbank": capture_centralbank}
@@ -133,14 +147,17 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
+    require_registry(settings)
     with open_stores(settings) as stores:
-        result = Builder(stores.registry, stores.blobs, TreeWriter(settings.site)).build()
+        builder = Builder(stores.registry, stores.blobs, TreeWriter(settings.site))
+        result = builder.build(rebuild=args.rebuild)
     emit(result.to_json())
     return 0
 
 
 def cmd_alerts_list(args: argparse.Namespace, settings: Settings) -> int:
     with open_stores(settings) as stores:
+        sync_alerts(stores.registry, stores.alerts)  # docs/operating/alerts.md#follow-the-registry
         alerts = stores.alerts.list(open_only=not args.all)
     emit({"items": [alert.to_json() for alert in alerts]})
     return 0
@@ -149,6 +166,7 @@ def cmd_alerts_list(args: argparse.Namespace, settings: Settings) -> int:
 def _alert_transition(name: str) -> Callable[[argparse.Namespace, Settings], int]:
     def run(args: argparse.Namespace, settings: Settings) -> int:
         with open_stores(settings) as stores:
+            sync_alerts(stores.registry, stores.alerts)
             move = stores.alerts.acknowledge if name == "ack" else stores.alerts.resolve
             alert = move(args.id, args.actor, clock.now(settings))
         emit(alert.to_json())
@@ -158,6 +176,7 @@ def _alert_transition(name: str) -> Callable[[argparse.Namespace, Settings], int
 
 
 def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
+    require_registry(settings)
     with open_stores(settings) as stores:
         head = stores.registry.head()
         findings = verify_registry(stores.registry, stores.blobs)
@@ -175,6 +194,7 @@ def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
+    require_registry(settings)
     with open_stores(settings) as stores:
         summary = export_warc(stores.registry, stores.blobs, Path(args.file))
     emit(summary.to_json())
@@ -203,11 +223,16 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fxev", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="fxev", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
 
     capture = commands.add_parser("capture", help="one capture run of one source")
-    capture.add_argument("--source", choices=sorted(CAPTURES), default="taxauth_txt")
+    capture.add_argument(
+        "--source",
+        choices=sorted(CAPTURES),
+        default="taxauth_txt",
+        help="which source to capture (default: taxauth_txt, the tax authority's text file)",
+    )
     capture.add_argument(
         "--url",
         help="instead of the configured one: the text file's URL, or the central bank API's base",
@@ -216,15 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     importing = commands.add_parser("import", help="import a CSV as importado observations")
     importing.add_argument("file", help="CSV: fecha_serie,compra,venta[,moneda,serie]")
-    importing.add_argument("--actor", required=True)
+    importing.add_argument("--actor", required=True, help="who imports (recorded)")
     importing.add_argument("--justification", required=True, help="where the values came from")
     importing.set_defaults(handler=cmd_import)
 
     annotating = commands.add_parser("annotate", help="record one human annotation")
     annotating.add_argument("--fecha", required=True, help="YYYY-MM-DD")
-    annotating.add_argument("--texto", required=True)
-    annotating.add_argument("--actor", required=True)
-    annotating.add_argument("--justification", required=True)
+    annotating.add_argument("--texto", required=True, help="the annotation's text")
+    annotating.add_argument("--actor", required=True, help="who annotates (recorded)")
+    annotating.add_argument("--justification", required=True, help="why (recorded)")
     annotating.add_argument("--serie", help="publicado or cierre; absent: every series")
     annotating.add_argument("--compra", help="a value, with --venta")
     annotating.add_argument("--venta", help="a value, with --compra")
@@ -234,9 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="series_command", required=True
     )
     publishing = series.add_parser("publish", help="put a series in production (cierre)")
-    publishing.add_argument("serie")
-    publishing.add_argument("--actor", required=True)
-    publishing.add_argument("--justification", required=True)
+    publishing.add_argument("serie", help="the series to put in production: cierre")
+    publishing.add_argument("--actor", required=True, help="who switches it (recorded)")
+    publishing.add_argument("--justification", required=True, help="why (recorded)")
     publishing.set_defaults(handler=cmd_series_publish)
 
     tick = commands.add_parser("tick", help="capture every enabled source, then build")
@@ -245,9 +270,13 @@ def build_parser() -> argparse.ArgumentParser:
     backfill = commands.add_parser(
         "backfill", help="a source's own history for a date range, as one revision"
     )
-    backfill.add_argument("--source", required=True, choices=BACKFILL_SOURCES)
-    backfill.add_argument("--from", dest="start", required=True, metavar="YYYY-MM-DD")
-    backfill.add_argument("--to", dest="end", required=True, metavar="YYYY-MM-DD")
+    backfill.add_argument(
+        "--source", required=True, choices=BACKFILL_SOURCES, help="whose history to fetch"
+    )
+    backfill.add_argument(
+        "--from", dest="start", required=True, metavar="YYYY-MM-DD", help="first date"
+    )
+    backfill.add_argument("--to", dest="end", required=True, metavar="YYYY-MM-DD", help="last date")
     backfill.add_argument(
         "--url",
         help="centralbank: the API's base instead of the configured one; taxauth_txt: the "
@@ -261,6 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.set_defaults(handler=cmd_backfill)
 
     build = commands.add_parser("build", help="render every unpublished revision, then publish")
+    build.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="render a fresh tree of this registry and swap it in atomically (needed when the"
+        " site holds a tree of another registry)",
+    )
     build.set_defaults(handler=cmd_build)
 
     alerts = commands.add_parser("alerts", help="alert lifecycle").add_subparsers(
@@ -271,8 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=cmd_alerts_list)
     for name, text in (("ack", "abierta -> reconocida"), ("resolve", "-> resuelta")):
         move = alerts.add_parser(name, help=text)
-        move.add_argument("id")
-        move.add_argument("--actor", required=True)
+        move.add_argument("id", help="the alert's id (as alerts list shows it)")
+        move.add_argument("--actor", required=True, help="who does it (recorded)")
         move.set_defaults(handler=_alert_transition(name))
 
     registry = commands.add_parser("registry", help="the registry").add_subparsers(
@@ -285,7 +320,9 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         help="check an observation (or a saved rates response) against its evidence, over HTTP",
     )
-    verifying.add_argument("observacion_id", nargs="?", metavar="OBSERVACION_ID")
+    verifying.add_argument(
+        "observacion_id", nargs="?", metavar="OBSERVACION_ID", help="the observation to check"
+    )
     verifying.add_argument("--response", metavar="FILE", help="a saved /v1/rates response")
     verifying.add_argument("--url", required=True, metavar="BASE_URL", help="the API's base URL")
     verifying.set_defaults(handler=cmd_verify)

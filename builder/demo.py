@@ -9,7 +9,12 @@
    ``identidad_consulta`` names the local URL they really came from, never the source's.
 3. Build the static tree.
 4. With ``--serve``: revoke the previous demo token, issue a new one, print it with a ready-to-paste
-   ``curl`` line, and serve the gateway on 127.0.0.1:8000.
+   ``curl`` line, and serve the gateway on 127.0.0.1, port ``--port`` (default 8000; ``make run
+   PORT=8001``). The port is checked first: a taken one is one line on stderr and exit 1, before
+   anything is written, a token above all.
+
+An error of the write side (a site holding a tree of another registry, say) is one line on
+stderr and exit 1, like ``fxev``'s.
 
 Running it twice duplicates nothing: the import is idempotent and the captures run only on a
 home that has no direct observation yet.
@@ -17,8 +22,11 @@ home that has no direct observation yet.
 
 from __future__ import annotations
 
+import argparse
+import errno
 import http.server
 import os
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -33,6 +41,7 @@ from builder.capture.centralbank import capture_centralbank
 from builder.capture.importer import import_csv
 from builder.capture.run import Stores
 from builder.capture.taxauth import capture_taxauth_txt
+from builder.core.errors import Conflict, FxevError, translate_environment
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import replace_durably
 from builder.publish.build import Builder
@@ -121,6 +130,19 @@ DEMO_TOKEN_ID = "demo_token_id"
 HOST, PORT = "127.0.0.1", 8000
 
 
+def check_port(host: str, port: int) -> None:
+    """Refuse a port another process listens on (bound the way the gateway binds it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            reason = "is taken" if error.errno == errno.EADDRINUSE else f"cannot be used: {error}"
+            raise Conflict(
+                f"port {port} on {host} {reason}; pick another: make run PORT={port + 1}"
+            ) from None
+
+
 def rotate_demo_token(settings: Settings) -> str:
     """Revoke the previous demo token (if still active) and issue a new one."""
     id_file = settings.home / DEMO_TOKEN_ID
@@ -138,9 +160,36 @@ def rotate_demo_token(settings: Settings) -> str:
     return issued.token_text
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m builder.demo",
+        description="make run's demo: seed FXEV_HOME, build FXEV_SITE, optionally serve it",
+    )
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="then rotate the demo token and serve the gateway on 127.0.0.1",
+    )
+    parser.add_argument(
+        "--port", type=int, default=PORT, help=f"the port to serve on (default {PORT})"
+    )
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    serve = "--serve" in (sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    try:
+        with translate_environment():
+            return run(args)
+    except FxevError as error:
+        print(f"fxev: {error}", file=sys.stderr)
+        return error.exit_code
+
+
+def run(args: argparse.Namespace) -> int:
     settings = load_settings(os.environ)
+    if args.serve:
+        check_port(HOST, args.port)  # before anything is written, a token above all
     now = settings.now or datetime.now(UTC)
     seed(settings, now)
     stores = Stores.open(settings.home)
@@ -150,10 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         stores.close()
     say(f"build: published revision {result.published_revision}")
     print(orjson.dumps(result.to_json()).decode(), flush=True)
-    if not serve:
+    if not args.serve:
         return 0
+    check_port(HOST, args.port)  # again: the seed and build took a while
     token = rotate_demo_token(settings)
-    base = f"http://{HOST}:{PORT}"
+    base = f"http://{HOST}:{args.port}"
     print(f"\nDemo token (shown once): {token}\n")
     print(
         f"curl -H 'Authorization: Bearer {token}' "
@@ -161,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     print(f"Explorer: {base}/ (sign in with the token above)\n", flush=True)
-    command = [sys.executable, "-m", "gateway", "serve", "--host", HOST, "--port", str(PORT)]
+    command = [sys.executable, "-m", "gateway", "serve", "--host", HOST, "--port", str(args.port)]
     os.execv(sys.executable, command)
     return 0
 

@@ -1,4 +1,8 @@
-"""``python -m gateway serve ...``: the ``serve`` command alone, until ``fxev`` wires it."""
+"""``python -m gateway serve ...``: the gateway's server alone, for process managers and tests.
+
+Unlike ``fxev serve`` it starts on a site not built yet (a fleet host before its first mirror)
+and answers 503 until the published pointer appears; it still refuses a home without tokens.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,20 @@ import argparse
 import os
 import sys
 
-from builder.core.settings import SettingsError, load_settings
+from builder.core.errors import FxevError
+from builder.core.settings import load_settings
 from gateway.cli import add_serve_command
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m gateway")
-    add_serve_command(parser.add_subparsers(dest="command", required=True))
+    add_serve_command(parser.add_subparsers(dest="command", required=True), require_published=False)
     args = parser.parse_args()
     try:
-        settings = load_settings(os.environ)
-    except SettingsError as error:
+        return args.handler(args, load_settings(os.environ))
+    except FxevError as error:
         print(f"fxev: {error}", file=sys.stderr)
-        return 1
-    return args.handler(args, settings)
+        return error.exit_code
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from sanic import Request
 
-from gateway.errors import RateLimited, Unauthorized
+from gateway.errors import InvalidToken, RateLimited, Unauthorized
 from gateway.ratelimit import now_us
 
 COOKIE = "fxev_sesion"
@@ -42,7 +42,7 @@ def authenticate(request: Request) -> None:
         raise Unauthorized("A bearer token is required.")
     record = request.app.ctx.token_check.check(token, datetime.now(UTC))
     if record is None:
-        raise Unauthorized("The token is invalid, revoked or expired.")
+        raise InvalidToken("The token is invalid, revoked or expired.")
     request.ctx.token = record
 
 

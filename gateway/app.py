@@ -2,15 +2,18 @@
 
 The parts live beside it: the ``/v1`` handlers and their table (:mod:`gateway.routes`), the
 explorer's routes (:mod:`gateway.explorer`), the gate in front of them (:mod:`gateway.access`),
-sending and error bodies (:mod:`gateway.sending`) and the request ledger
-(:mod:`gateway.ledgering`). This module imports them; none of them imports it.
+sending and error bodies (:mod:`gateway.sending`), the request ledger (:mod:`gateway.ledgering`)
+and the HTTP/1.1 connection (:mod:`gateway.http1`). This module imports them; none of them
+imports it.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from sanic import Request, Sanic
+from sanic.exceptions import MethodNotAllowed
 from sanic.response import HTTPResponse
 
 from builder.core.settings import Settings, load_settings
@@ -19,12 +22,13 @@ from builder.tree.reader import TreeReader
 from gateway import pagetoken
 from gateway.access import admit
 from gateway.explorer import setup_explorer
+from gateway.http1 import GatewayProtocol
 from gateway.ledger import Ledger, ledger_folder
 from gateway.ledgering import ledgered, recorded
 from gateway.published import PublishedView
 from gateway.ratelimit import LimaClock, Limits, RateLimiter
 from gateway.routes import ROUTES
-from gateway.sending import error_response
+from gateway.sending import error_response, is_preflight, preflight
 from tokens.cache import CachedTokenCheck
 from tokens.store import TokenStore
 
@@ -32,12 +36,25 @@ APP_NAME = "fxev_gateway"
 METHODS = ["GET", "HEAD"]
 
 
+class GatewaySanic(Sanic):
+    """Sanic, served over :class:`GatewayProtocol` wherever it is served (``fxev serve``, the
+    benchmarks), unless a protocol is named."""
+
+    def prepare(self, *args: Any, protocol: Any = None, **kwargs: Any) -> None:
+        super().prepare(*args, protocol=protocol or GatewayProtocol, **kwargs)
+
+
 def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
-    """The gateway. ``ledger=False`` exists only for the benchmark's ledger-off comparison."""
-    app = Sanic(APP_NAME, strict_slashes=True)
+    """The gateway. ``ledger=False`` exists only for the benchmark's ledger-off comparison.
+
+    Sanic's own settings come from ``SANIC_*`` variables as usual (``SANIC_REQUEST_TIMEOUT``:
+    how long a client may take to send its request before the 408, 60 s by default)."""
+    app = GatewaySanic(APP_NAME, strict_slashes=True)
     app.config.AUTO_EXTEND = False
     app.ctx.settings = settings
     app.ctx.ledger_enabled = ledger
+    origins = settings.cors_origins
+    app.ctx.cors_origins = None if origins is None else frozenset(origins)
     setup_stores(app)
     setup_errors(app)
     setup_routes(app)
@@ -80,10 +97,14 @@ def setup_stores(app: Sanic) -> None:
 
 def setup_errors(app: Sanic) -> None:
     """Errors raised before any route's handler ran (unknown path, method, malformed request)
-    are answered here, and recorded like every other response."""
+    are answered here, and recorded like every other response; but a CORS preflight from a
+    listed origin, which routing refused as a method, is answered 204 unrecorded
+    (docs/decisions.md#cors)."""
 
     @app.exception(Exception)
     async def render_error(request: Request, exception: Exception) -> HTTPResponse:
+        if isinstance(exception, MethodNotAllowed) and is_preflight(request):
+            return preflight(request)
         return await recorded(request, error_response(request, exception))
 
 

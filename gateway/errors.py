@@ -4,12 +4,14 @@
 
     ApiError                      code, status, retryable on the class; body() renders it
     ├── InvalidParams             400 INVALID_PARAMS
-    ├── Unauthorized              401 UNAUTHORIZED (+ WWW-Authenticate: Bearer)
+    ├── Unauthorized              401 UNAUTHORIZED, no token (+ WWW-Authenticate: Bearer)
+    │   └── InvalidToken          401 UNAUTHORIZED, a token refused (+ error="invalid_token")
     ├── UnsupportedCurrency       404 UNSUPPORTED_CURRENCY
     ├── UnsupportedSeries         404 UNSUPPORTED_SERIES
     ├── NoObservations            404 NO_OBSERVATIONS
     ├── NotFound                  404 NOT_FOUND (unknown id, unknown path)
     ├── MethodNotAllowed          405 METHOD_NOT_ALLOWED (+ Allow: GET, HEAD)
+    ├── RequestTimeout            408 REQUEST_TIMEOUT, retryable (the request came too slowly)
     ├── RateLimited               429 RATE_LIMITED, retryable (+ Retry-After: seconds)
     ├── PathValidation            422 HTTPValidationError body (malformed obs_id / ev_id)
     ├── Internal                  500 INTERNAL, retryable, never any detail in the body
@@ -52,8 +54,16 @@ class InvalidParams(ApiError):
 
 
 class Unauthorized(ApiError):
+    """No token presented: the bare challenge (docs/decisions.md#http-basics)."""
+
     code, status = "UNAUTHORIZED", 401
     headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": "Bearer"}
+
+
+class InvalidToken(Unauthorized):
+    """A token presented but refused (unknown, revoked, expired): RFC 6750's ``invalid_token``."""
+
+    headers: ClassVar[dict[str, str]] = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
 
 
 class UnsupportedCurrency(ApiError):
@@ -75,6 +85,12 @@ class NotFound(ApiError):
 class MethodNotAllowed(ApiError):
     code, status = "METHOD_NOT_ALLOWED", 405
     headers: ClassVar[dict[str, str]] = {"Allow": "GET, HEAD"}
+
+
+class RequestTimeout(ApiError):
+    """A client too slow to send its request (docs/decisions.md#bad-requests)."""
+
+    code, status, retryable = "REQUEST_TIMEOUT", 408, True
 
 
 class RateLimited(ApiError):

@@ -41,6 +41,7 @@ from gateway.access import COOKIE, credential, limit_rate
 from gateway.errors import (
     ApiError,
     CrossSiteRequest,
+    InvalidToken,
     MethodNotAllowedHere,
     NotFound,
     Unauthorized,
@@ -165,6 +166,8 @@ def explorer_route(handler: Any, credentials: str = REQUIRED) -> Any:
                 if not known and credentials == REQUIRED:
                     if browser:
                         return signin_redirect(request)
+                    if credential(request) is not None:
+                        raise InvalidToken("The token is invalid, revoked or expired.")
                     raise Unauthorized("A bearer token or a signed-in session is required.")
             return await handler(request, **kwargs)
         except ApiError as error:
@@ -294,7 +297,8 @@ async def signin(request: Request) -> HTTPResponse:
     record = request.app.ctx.token_check.check(token, datetime.now(UTC)) if token else None
     if record is None:
         body = pages.signin_page("Token inválido, revocado o vencido.")
-        return html(request, body, 401, **{"WWW-Authenticate": "Bearer"})
+        refused = InvalidToken if token else Unauthorized  # docs/decisions.md#http-basics
+        return html(request, body, 401, **refused.headers)
     request.ctx.token = record
     limit_rate(request)
     response = send(request, b"", status=303, content_type=HTML, headers={"Location": "/"})

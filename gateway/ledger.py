@@ -14,6 +14,14 @@ A worker killed mid-write leaves at most one torn last line, for a response that
 readers skip lines that do not end in a newline (and so the zeros written ahead of the last line).
 When the writer cannot write a batch, or has died (it is started again for the next batch), every
 response of that batch fails with :class:`LedgerUnavailable` and the gateway answers 503 instead.
+
+The ledger never claims an answer that did not leave (docs/operating/ledger.md#failed). A failed
+batch's lines may be on disk all the same (the writer was killed after writing them, before
+answering): the ledger keeps them and sends them with its next batch, which the writer writes only
+after overwriting them with zeros (*voiding* them), and on a :meth:`Ledger.close` it voids those
+of the batch still in flight. The 503 sent instead is recorded marked ``"supersedes": true``
+(:meth:`Ledger.append`), and readers (:func:`shown`) show it instead of any earlier entry of the
+same ``x_request_id``, should one be left where the void could not reach (a file rotated between).
 """
 
 from __future__ import annotations
@@ -23,11 +31,12 @@ import contextlib
 import dataclasses
 import fcntl
 import os
+import select
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +50,14 @@ SUFFIX = ".jsonl"
 
 class LedgerUnavailable(Exception):
     """The ledger could not be written; the response must not leave."""
+
+
+# Appended to the line of a 503 sent because the ledger failed: it supersedes any earlier line of
+# its ``x_request_id`` (the answer that did not leave).
+SUPERSEDES = b',"supersedes":true}\n'
+# The most bytes of failed batches' lines kept to be voided: beyond it (a writer that dies on every
+# start, so that nothing it was sent reached the disk) the earliest are kept.
+VOID_LIMIT = 8 << 20
 
 
 # Not frozen: a frozen dataclass sets each field through ``object.__setattr__``, which doubles the
@@ -77,6 +94,7 @@ def worker_file_name() -> str:
 
 Batch = list[tuple[bytes, "asyncio.Future[None]"]]
 PIPE_BYTES = 1 << 20  # asked of the kernel for the pipe to the writer: a batch rarely waits
+STOP_TIMEOUT_S = 30.0  # how long a stopping ledger waits for its writer
 
 
 class Ledger:
@@ -92,6 +110,9 @@ class Ledger:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unsent = bytearray()  # what the pipe to the writer has not taken yet
         self._replies = bytearray()
+        self._void = bytearray()  # lines of failed batches that may be on disk, to be voided
+        self._voiding = 0  # how many bytes of _void the batch in flight voids
+        self._closed = False
         self.batches = 0  # batches handed to the writer so far
 
     # -- the writer process --------------------------------------------------------------------
@@ -104,6 +125,13 @@ class Ledger:
         if self._writer is not None and self._loop is loop:
             return self._writer
         self._stop_writer()
+        writer = self._spawn()
+        assert writer.stdout is not None
+        loop.add_reader(writer.stdout.fileno(), self._on_replies)
+        self._writer, self._loop = writer, loop
+        return writer
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
         writer = subprocess.Popen(
             [sys.executable, "-m", "gateway.ledger_writer", str(self.path)],
             stdin=subprocess.PIPE,
@@ -114,9 +142,18 @@ class Ledger:
         with contextlib.suppress(OSError):  # a larger pipe where the kernel allows it
             fcntl.fcntl(writer.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         os.set_blocking(writer.stdin.fileno(), False)
-        loop.add_reader(writer.stdout.fileno(), self._on_replies)
-        self._writer, self._loop = writer, loop
         return writer
+
+    def _send_before_stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Send what the pipe has not taken yet, waiting (at most ``timeout``) for the writer."""
+        assert self._writer is not None and self._writer.stdin is not None
+        fd = self._writer.stdin.fileno()
+        deadline = time.monotonic() + timeout
+        while self._unsent:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                return
+            del self._unsent[: os.write(fd, self._unsent)]
 
     def _stop_writer(self) -> None:
         """Close the pipe to the writer (it writes what it has, cuts its file, exits); wait."""
@@ -131,7 +168,7 @@ class Ledger:
         writer.stdin.close()
         writer.stdout.close()
         try:
-            writer.wait(timeout=30)
+            writer.wait(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             writer.kill()
             writer.wait()
@@ -140,15 +177,21 @@ class Ledger:
 
     # -- group commit (event loop) -------------------------------------------------------------
 
-    def append(self, entry: LedgerEntry) -> asyncio.Future[None]:
+    def append(self, entry: LedgerEntry, supersedes: bool = False) -> asyncio.Future[None]:
         """Record ``entry``: a future done once it is on disk, or failed with
         :class:`LedgerUnavailable` (a plain function returning the batch's future: no
-        coroutine per response)."""
+        coroutine per response). ``supersedes``: the entry of a 503 sent because the ledger
+        failed, marked so that readers show it instead of any earlier entry of its
+        ``x_request_id``."""
         loop = self._loop
         if loop is None or loop.is_closed():  # (a test may run several loops in turn)
             loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._pending.append((entry.line(), done))
+        if self._closed:
+            done.set_exception(LedgerUnavailable("the ledger is closed"))
+            return done
+        line = entry.line()
+        self._pending.append((line[:-2] + SUPERSEDES if supersedes else line, done))
         if self._in_flight is None:
             self._schedule_hand_over(loop)
         return done
@@ -169,12 +212,16 @@ class Ledger:
         self._in_flight = batch
         self.batches += 1
         data = b"".join(line for line, _ in batch)
+        self._voiding = len(self._void)
         try:
             self._ensure_writer(loop)
-            self._unsent += FRAME.pack(len(data)) + data
-            self._send_unsent()
-        except OSError as error:
-            self._writer_lost(f"cannot reach the ledger writer: {error}")
+        except OSError as error:  # nothing reached a writer
+            self._writer_lost(f"cannot start the ledger writer: {error}", maybe_written=False)
+            return
+        self._unsent += FRAME.pack(self._voiding, len(data))
+        self._unsent += self._void
+        self._unsent += data
+        self._send_unsent()
 
     def _send_unsent(self) -> None:
         """Write what the pipe takes now; the loop calls again when it takes more."""
@@ -187,8 +234,8 @@ class Ledger:
             sent = os.write(fd, self._unsent)
         except BlockingIOError:
             sent = 0
-        except OSError as error:  # the writer is gone
-            self._writer_lost(f"the ledger writer is gone: {error}")
+        except OSError as error:  # the writer is gone: it did not get the whole batch
+            self._writer_lost(f"the ledger writer is gone: {error}", maybe_written=False)
             return
         del self._unsent[:sent]
         if self._unsent:
@@ -207,22 +254,33 @@ class Ledger:
         except OSError:
             data = b""
         if not data:
-            self._writer_lost(f"the ledger writer exited ({writer.poll()})")
+            # Killed after taking the whole batch, it may have written its lines.
+            whole = not self._unsent
+            self._writer_lost(f"the ledger writer exited ({writer.poll()})", maybe_written=whole)
             return
         self._replies += data
         while (end := self._replies.find(b"\n")) >= 0:
             reply = bytes(self._replies[:end])
             del self._replies[: end + 1]
-            failure = None if reply == b"+" else LedgerUnavailable(reply[1:].decode())
-            self._release(failure)
+            if reply == b"+":
+                self._release(None)
+            else:  # "-": none of its lines written; "~": some may be on disk
+                self._release(LedgerUnavailable(reply[1:].decode()), reply[:1] == b"~")
 
-    def _writer_lost(self, reason: str) -> None:
+    def _writer_lost(self, reason: str, maybe_written: bool) -> None:
         """The writer died or cannot be reached: fail the batch it had; the next starts anew."""
         self._stop_writer()
-        self._release(LedgerUnavailable(reason))
+        self._release(LedgerUnavailable(reason), maybe_written)
 
-    def _release(self, failure: LedgerUnavailable | None) -> None:
+    def _release(self, failure: LedgerUnavailable | None, maybe_written: bool = False) -> None:
+        """Release the batch in flight, or fail it; a failed batch whose lines may be on disk is
+        voided by the next one (it carries ``_void``, which a written batch clears)."""
         batch, self._in_flight = self._in_flight, None
+        if failure is None:
+            del self._void[: self._voiding]
+        elif maybe_written and batch and len(self._void) < VOID_LIMIT:
+            self._void += b"".join(line for line, _ in batch)
+        self._voiding = 0
         for _, done in batch or ():
             if not done.done():
                 if failure is None:
@@ -233,12 +291,22 @@ class Ledger:
             self._schedule_hand_over(self._loop)
 
     def close(self) -> None:
-        """Stop the writer, once it has written what it was sent. Responses still waiting (a
-        server stopping mid-request) are failed: they never leave."""
+        """Stop the writer, once it has written what it was sent and voided the batch in flight
+        (and any failed batch not voided yet). Responses still waiting (a server stopping
+        mid-request) are failed: they never leave."""
+        self._closed = True
+        void = self._void + b"".join(line for line, _ in self._in_flight or ())
+        if void:
+            with contextlib.suppress(OSError):  # best effort: a writer that cannot start
+                if self._writer is None:
+                    self._writer = self._spawn()  # a last one, to void them
+                self._unsent += FRAME.pack(len(void), 0) + void
+                self._send_before_stop()
         self._stop_writer()
         closed = LedgerUnavailable("the ledger is closed")
         waiting = (self._in_flight or []) + self._pending
         self._in_flight, self._pending, self._scheduled = None, [], False
+        self._void.clear()
         for _, done in waiting:
             if not done.done():
                 done.set_exception(closed)
@@ -264,12 +332,27 @@ def read_entries(folder: Path) -> Iterator[dict[str, Any]]:
                     yield entry
 
 
-def find_entries(folder: Path, request_id: str) -> list[dict[str, Any]]:
-    """Entries whose ``x_request_id`` or body ``request_id`` is ``request_id``, oldest first."""
-    wanted = request_id.strip().lower()
-    found = [
+def shown(entries: Iterable[dict[str, Any]], wanted: str | None = None) -> list[dict[str, Any]]:
+    """The entries a reader shows (those whose ``x_request_id`` or body ``request_id`` is
+    ``wanted``, if given): an entry marked ``"supersedes": true`` (the 503 sent when the ledger
+    failed) hides every other entry of its ``x_request_id``, which never left."""
+    found, superseded = [], set()
+    for entry in entries:
+        if entry.get("supersedes") is True:
+            superseded.add(entry.get("x_request_id"))
+        if wanted is None or wanted in (entry.get("x_request_id"), entry.get("request_id")):
+            found.append(entry)
+    if not superseded:
+        return found
+    return [
         entry
-        for entry in read_entries(folder)
-        if wanted in (entry.get("x_request_id"), entry.get("request_id"))
+        for entry in found
+        if entry.get("supersedes") is True or entry.get("x_request_id") not in superseded
     ]
+
+
+def find_entries(folder: Path, request_id: str) -> list[dict[str, Any]]:
+    """The entries shown for ``request_id`` (an ``x_request_id`` or a body ``request_id``),
+    oldest first."""
+    found = shown(read_entries(folder), request_id.strip().lower())
     return sorted(found, key=lambda entry: entry.get("ts", ""))

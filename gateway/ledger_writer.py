@@ -2,10 +2,19 @@
 
 Each gateway worker starts one (:class:`gateway.ledger.Ledger`) and sends it batches of ledger
 lines over a pipe; the writer puts each batch on disk and answers, in order, one line per batch:
-``+`` once the batch is durable, or ``-`` and the reason when it could not be written. A writer in a
-process of its own shares no interpreter lock with the worker: a thread would take the lock back
-from the event loop several times per batch (after waking, after each system call), each time a
-pair of context switches, which cost more than the writes themselves.
+``+`` once the batch is durable; ``-`` and the reason when none of its lines was written (the file
+could not be opened or grown); ``~`` and the reason when writing its lines failed part way, so
+some may be on disk. A writer in a process of its own shares no interpreter lock with the worker:
+a thread would take the lock back from the event loop several times per batch (after waking, after
+each system call), each time a pair of context switches, which cost more than the writes
+themselves.
+
+A frame is two lengths, then the lines to *void*, then the batch. The lines to void are those of
+the worker's batches that failed with their lines possibly on disk (its writer was killed before
+answering, or answered ``~``): their responses never left (docs/operating/ledger.md#failed). Such
+lines are the last of the file, since nothing is written after them before they are voided: the
+writer overwrites them with zeros (:meth:`LedgerFile.void`, no new disk space needed), and only
+then writes the batch; when voiding fails the batch is not written.
 
 The file (:class:`LedgerFile`) is opened ``O_DSYNC``, so a write returns once its bytes are on
 disk: one system call is both the write and its sync. It is written ahead with zeros, a megabyte at
@@ -33,8 +42,13 @@ import sys
 from pathlib import Path
 
 ZEROED_AHEAD = 1 << 20  # bytes of zeros written past the last line, a megabyte at a time
-FRAME = struct.Struct(">I")  # each batch is sent as its length, then its bytes
+# Each frame: the lengths of the lines to void and of the batch, then those bytes.
+FRAME = struct.Struct(">II")
 OK = b"+\n"
+
+
+class PartlyWritten(OSError):
+    """Writing a batch's lines failed part way: some of them may be on disk."""
 
 
 class LedgerFile:
@@ -88,13 +102,41 @@ class LedgerFile:
                 grow = max(ZEROED_AHEAD, self._end + len(data) - self._zeroed)
                 write_all(fd, bytes(grow), self._zeroed)
                 self._zeroed += grow
-            write_all(fd, data, self._end)
+            try:
+                write_all(fd, data, self._end)
+            except OSError as error:
+                raise PartlyWritten(error.errno, error.strerror) from error
             self._end += len(data)
         except OSError:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._drop()
             raise
+
+    def void(self, lines: bytes) -> None:
+        """Zeros over the file's last lines that are among ``lines`` (whole lines: those of
+        batches the worker failed), on disk when this returns; raises ``OSError``."""
+        try:
+            fd = self._file()
+            wanted = {line + b"\n" for line in lines.split(b"\n") if line}
+            start = max(0, self._end - len(lines) - 1)  # one byte more: the newline before
+            tail = os.pread(fd, self._end - start, start)
+            cut = len(tail)
+            while cut > 0:
+                begin = tail.rfind(b"\n", 0, cut - 1) + 1
+                if (begin == 0 and start > 0) or tail[begin:cut] not in wanted:
+                    break  # a line that is not one of them (or longer than all of them)
+                cut = begin
+            if start + cut < self._end:
+                write_all(fd, bytes(self._end - start - cut), start + cut)
+                self._end = start + cut
+        except OSError:
+            self._drop()
+            raise
+
+    def _drop(self) -> None:
+        """Close the file after an error; the next write opens it again."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def close(self) -> None:
         """Cut the file at its last line (readers skip the zeros if this fails) and close it."""
@@ -122,13 +164,17 @@ def end_of_lines(fd: int, size: int) -> int:
     return data.rfind(b"\n", 0, len(data.rstrip(b"\0"))) + 1
 
 
-def reply_for(file: LedgerFile, batch: bytes) -> bytes:
-    """Write one batch; the line that answers it."""
+def reply_for(file: LedgerFile, void: bytes, batch: bytes) -> bytes:
+    """Void ``void``, then write one batch; the line that answers it."""
     try:
-        file.write(batch)
+        if void:
+            file.void(void)
+        if batch:
+            file.write(batch)
     except OSError as error:
+        kind = b"~" if isinstance(error, PartlyWritten) else b"-"
         reason = f"ledger {file.path}: {error}".replace("\n", " ")
-        return b"-" + reason.encode("utf-8", "replace") + b"\n"
+        return kind + reason.encode("utf-8", "replace") + b"\n"
     return OK
 
 
@@ -146,16 +192,20 @@ def read_exactly(fd: int, size: int) -> bytes | None:
 
 def serve(file: LedgerFile, batches: int, replies: int) -> None:
     """Answer every batch read from ``batches`` on ``replies`` until the input ends."""
+    answering = True
     try:
         while (header := read_exactly(batches, FRAME.size)) is not None:
-            batch = read_exactly(batches, FRAME.unpack(header)[0])
-            if batch is None:
+            void_size, batch_size = FRAME.unpack(header)
+            void = read_exactly(batches, void_size)
+            batch = read_exactly(batches, batch_size)
+            if void is None or batch is None:
                 break  # the worker died mid-frame: that batch's responses never left
-            reply = reply_for(file, batch)
-            try:
-                os.write(replies, reply)
-            except BrokenPipeError:
-                break  # the worker is gone
+            reply = reply_for(file, void, batch)
+            if answering:
+                try:
+                    os.write(replies, reply)
+                except BrokenPipeError:  # the worker reads no more answers (closing, or gone)
+                    answering = False  # but what it sent is written (or voided) all the same
     finally:
         file.close()
 

@@ -4,7 +4,8 @@
 Every route is wrapped in :func:`ledgered`, and the errors raised before any route ran pass
 :func:`recorded` in the app's error handler (no response middleware: Sanic's middleware
 machinery costs a share of every request). When the ledger cannot be written the response is
-replaced by a 503.
+replaced by a 503, which is recorded too, marked as superseding whatever line the answer it
+replaces may have left (docs/operating/ledger.md#failed).
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ async def recorded(request: Request, response: HTTPResponse) -> HTTPResponse:
     ledger: Ledger | None = request.app.ctx.ledger
     if ledger is None:
         return response
+    token = None
     try:
         token = ledger_token(request)
         if token is None:
@@ -103,6 +105,19 @@ async def recorded(request: Request, response: HTTPResponse) -> HTTPResponse:
         error_logger.exception("ledger entry failed on %s %s", request.method, request.path)
     else:
         return response
-    unavailable = NotReady("The request ledger is unavailable.")
-    body = unavailable.body(x_request_id(request))
-    return send(request, body, status=unavailable.status)
+    return await unavailable(request, ledger, token)
+
+
+async def unavailable(request: Request, ledger: Ledger, token: TokenRecord | None) -> HTTPResponse:
+    """The 503 sent instead of an answer the ledger could not hold, recorded (by a new writer, if
+    the last one died) marked ``"supersedes": true``: readers show it, not the answer that did not
+    leave (docs/operating/ledger.md#failed). When it cannot be recorded either, it is sent all the
+    same."""
+    error = NotReady("The request ledger is unavailable.")
+    response = send(request, error.body(x_request_id(request)), status=error.status)
+    if token is not None:
+        try:
+            await ledger.append(ledger_entry(request, response, token), supersedes=True)
+        except LedgerUnavailable as failure:
+            error_logger.error("%s; the 503 is not recorded", failure)
+    return response

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Collection, Mapping
-from datetime import MINYEAR, UTC, date, datetime
+from datetime import MAXYEAR, MINYEAR, UTC, date, datetime
 from urllib.parse import parse_qsl, quote, unquote
 
 from builder.core.vocabulary import CURRENCIES, SERIES
@@ -29,11 +29,18 @@ INSTANT = re.compile(
 
 
 def parse_query(query_string: str) -> dict[str, str]:
-    """Decoded query parameters; a repeated name is ``InvalidParams``."""
+    """Decoded query parameters; a repeated name, a percent-encoded NUL or bytes that are not
+    UTF-8 are ``InvalidParams`` (docs/decisions.md#bad-requests)."""
+    try:
+        pairs = parse_qsl(query_string, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidParams("the query string is not valid UTF-8") from None
     params: dict[str, str] = {}
-    for name, value in parse_qsl(query_string, keep_blank_values=True):
+    for name, value in pairs:
         if name in params:
             raise InvalidParams(f"parameter {name!r} is repeated")
+        if "\x00" in name or "\x00" in value:
+            raise InvalidParams("the query string holds a NUL character")
         params[name] = value
     return params
 
@@ -75,7 +82,10 @@ def parse_bool(name: str, raw: str | None, default: bool) -> bool:
 
 
 def latest_allowed_end(start: date) -> date:
-    """The same month and day ``MAX_YEARS`` later; 29 February maps to 28 February."""
+    """The same month and day ``MAX_YEARS`` later; 29 February maps to 28 February. Past the
+    year 9999, the last date there is."""
+    if start.year + MAX_YEARS > MAXYEAR:
+        return date.max
     try:
         return start.replace(year=start.year + MAX_YEARS)
     except ValueError:
@@ -157,7 +167,9 @@ def rates_query(params: Mapping[str, str], published: int, secret: bytes) -> Rat
     as_of = None
     if "as_of_revision" in params:
         raw = params["as_of_revision"]
-        if not REVISION.fullmatch(raw) or int(raw) > published:
+        # Compared by length first: any number of digits is refused, never converted.
+        too_long = len(raw) > len(str(published))
+        if not REVISION.fullmatch(raw) or too_long or int(raw) > published:
             raise InvalidParams(f"as_of_revision must be an integer from 1 to {published}")
         as_of = int(raw)
     query = RatesQuery(

@@ -42,9 +42,10 @@ async def openapi_document(request: Request) -> HTTPResponse:
     ETag."""
     params.no_params(query(request))
     headers = {"ETag": openapi.ETAG, "Cache-Control": openapi.CACHE_CONTROL}
-    body = b"" if etag_matches(request, openapi.ETAG) else openapi.BODY
-    status = 200 if body else 304
-    return send(request, body, status=status, headers=headers, body_request_id=None)
+    if etag_matches(request, openapi.ETAG):
+        return send(request, b"", status=304, headers=headers, body_request_id=None)
+    sha256 = openapi.ETAG.strip('"')  # the document's own hash: not hashed again
+    return send(request, openapi.BODY, headers=headers, body_request_id=None, body_sha256=sha256)
 
 
 async def rates(request: Request) -> HTTPResponse:

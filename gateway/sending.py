@@ -1,13 +1,16 @@
 """Sending an answer: stored bytes as they are (:class:`BytesResponse`), with the headers every
-response carries (``X-Request-Id``, cache headers), the ETag handling of immutable answers, and
-the spec's error body for any exception.
+response carries (``X-Request-Id``, cache headers, ``Repr-Digest`` of a body, CORS), the ETag
+handling of immutable answers, and the spec's error body for any exception.
 
-What the ledger needs later is left on ``request.ctx``: the body's ``request_id`` and, when
-already known, the SHA-256 of the bytes sent.
+What the ledger needs later is left on ``request.ctx``: the body's ``request_id`` and the SHA-256
+of the bytes sent (``known_digest``), computed once here for ``Repr-Digest`` and reused by the
+ledger (``gateway.ledgering.sent_digest``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Awaitable, Callable
 
 from sanic import Request
@@ -16,7 +19,15 @@ from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
 from builder.core import vocabulary
-from gateway.errors import ApiError, Internal, InvalidParams, MethodNotAllowed, NotFound
+from gateway.errors import (
+    ApiError,
+    Internal,
+    InvalidParams,
+    MethodNotAllowed,
+    NotFound,
+    NotReady,
+    RequestTimeout,
+)
 from gateway.response import BytesResponse
 from gateway.stamps import fresh_request_id
 
@@ -28,6 +39,18 @@ IMMUTABLE = {
 }
 # A route's handler: the request (and its path parameters) in, the response out.
 Handler = Callable[..., Awaitable[HTTPResponse]]
+# docs/decisions.md#cors: what a listed origin's scripts may read, and what a preflight allows.
+CORS_EXPOSE = (
+    "X-Request-Id, ETag, Repr-Digest, Retry-After, X-Sha256, X-Capturado-En, X-Identidad-Consulta"
+)
+PREFLIGHT = {
+    "Access-Control-Allow-Methods": "GET, HEAD",
+    "Access-Control-Allow-Headers": "Authorization, If-None-Match",
+    "Access-Control-Max-Age": "600",
+}
+# How a refusal of the HTTP layer (Sanic's, before any route) is told in an INVALID_PARAMS body.
+MALFORMED = "The request is malformed."
+TOO_LARGE = "The request exceeds the gateway's size limits (8 KB for its line and headers)."
 
 
 def x_request_id(request: Request) -> str:
@@ -53,13 +76,71 @@ def send(
 ) -> HTTPResponse:
     """A response; ``body_request_id`` is the body's ``request_id`` for the ledger (FRESH: the
     ``X-Request-Id``; None: the body has none). ``body_sha256``: the hex SHA-256 of ``body`` when
-    already known (a memoised body, evidence checked at load), so the ledger need not hash it."""
+    already known (a memoised body, evidence checked at load), so it is not hashed again.
+
+    A body that is sent (not to HEAD) carries ``Repr-Digest`` (docs/decisions.md#http-basics),
+    the SHA-256 the ledger records for it."""
     merged = {"X-Request-Id": x_request_id(request), **NO_STORE, **(headers or {})}
     if body_request_id == FRESH:
         body_request_id = x_request_id(request)
     request.ctx.body_request_id = body_request_id
-    request.ctx.known_digest = None if body_sha256 is None else (body, body_sha256)
+    if body and request.method != "HEAD":
+        if body_sha256 is None:
+            body_sha256 = hashlib.sha256(body).hexdigest()
+        merged["Repr-Digest"] = repr_digest(body_sha256)
+        request.ctx.known_digest = (body, body_sha256)
+    else:
+        request.ctx.known_digest = None
+    if request.app.ctx.cors_origins is not None:
+        merged |= cors_headers(request)
     return BytesResponse(body, status=status, headers=merged, content_type=content_type)
+
+
+def repr_digest(sha256_hex: str) -> str:
+    """RFC 9530's ``Repr-Digest`` of a body whose SHA-256 is ``sha256_hex``: the same hash, in
+    base64 between colons."""
+    return "sha-256=:" + base64.b64encode(bytes.fromhex(sha256_hex)).decode("ascii") + ":"
+
+
+def allowed_origin(request: Request) -> str | None:
+    """The request's ``Origin`` when FXEV_CORS_ORIGINS lists it (any, for ``*``)."""
+    origins: frozenset[str] | None = request.app.ctx.cors_origins
+    origin = request.headers.get("origin")
+    if origins is None or origin is None:
+        return None
+    return origin if "*" in origins or origin in origins else None
+
+
+def cors_headers(request: Request) -> dict[str, str]:
+    """docs/decisions.md#cors, on every ``/v1`` answer once origins are configured: ``Vary:
+    Origin`` (the answer depends on it), and for a listed origin the origin itself and the
+    headers its scripts may read."""
+    if not request.path.startswith("/v1/"):
+        return {}
+    origin = allowed_origin(request)
+    if origin is None:
+        return {"Vary": "Origin"}
+    return {
+        "Access-Control-Allow-Origin": origin,
+        "Access-Control-Expose-Headers": CORS_EXPOSE,
+        "Vary": "Origin",
+    }
+
+
+def is_preflight(request: Request) -> bool:
+    """A CORS preflight from a listed origin: ``OPTIONS`` under ``/v1`` with
+    ``Access-Control-Request-Method``."""
+    return (
+        request.method == "OPTIONS"
+        and request.path.startswith("/v1/")
+        and "access-control-request-method" in request.headers
+        and allowed_origin(request) is not None
+    )
+
+
+def preflight(request: Request) -> HTTPResponse:
+    """204 with what a listed origin may do: no token, no limit, no ledger."""
+    return send(request, b"", status=204, headers=PREFLIGHT, body_request_id=None)
 
 
 def etag_matches(request: Request, etag: str) -> bool:
@@ -94,22 +175,49 @@ def send_immutable(
 
 
 def as_api_error(exception: Exception) -> ApiError:
+    """The API's error for ``exception``. Sanic's refusals of a request it could not read or
+    that exceeds its limits are 400, a request too slow to arrive 408, a handler too slow 503
+    (docs/decisions.md#bad-requests); anything else unexpected is ``INTERNAL``."""
     if isinstance(exception, ApiError):
         return exception
     if isinstance(exception, sanic_exceptions.NotFound):
         return NotFound("No such path.")
     if isinstance(exception, sanic_exceptions.MethodNotAllowed):
         return MethodNotAllowed("Only GET and HEAD are allowed.")
-    if isinstance(exception, sanic_exceptions.BadRequest):
-        return InvalidParams("The request is malformed.")
+    if isinstance(exception, sanic_exceptions.RequestTimeout):
+        return RequestTimeout("The request did not arrive within the request timeout.")
+    if isinstance(exception, sanic_exceptions.ServiceUnavailable):
+        return NotReady("The response was not ready within the response timeout.")
+    if isinstance(exception, sanic_exceptions.PayloadTooLarge | sanic_exceptions.URITooLong):
+        return InvalidParams(TOO_LARGE)
+    if isinstance(exception, sanic_exceptions.SanicException) and exception.status_code < 500:
+        return InvalidParams(MALFORMED)
     return Internal()
 
 
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters, control characters escaped: safe in one log line."""
+    return repr(text[:limit])[1:-1] + ("..." if len(text) > limit else "")
+
+
 def error_response(request: Request, exception: Exception) -> HTTPResponse:
-    """The spec's error body for ``exception``; anything unexpected is ``INTERNAL``, logged."""
+    """The spec's error body for ``exception``. Anything unexpected is ``INTERNAL``, logged with
+    its traceback; a request refused before any route (unreadable, over a limit, too slow) or a
+    timeout is logged in one line."""
     error = as_api_error(exception)
     if type(error) is Internal:
         error_logger.exception("unexpected error on %s %s", request.method, request.path)
+    elif (request.route is None or error is not exception) and not isinstance(
+        error, NotFound | MethodNotAllowed
+    ):
+        error_logger.warning(
+            "refused %s %s: %d %s (%s)",
+            one_line(request.method, 20),
+            one_line(request.raw_url.decode("ascii", errors="backslashreplace")),
+            error.status,
+            error.code,
+            one_line(str(exception)),
+        )
     body = error.body(x_request_id(request))
     body_request_id = None if error.status == 422 else FRESH
     return send(

@@ -1,11 +1,32 @@
-"""Running a Sanic app built by a factory in N worker processes: ``fxev serve`` and the benches."""
+"""Running a Sanic app built by a factory in N worker processes: ``fxev serve`` and the benches.
+
+Workers are supervised (docs/operating/ledger.md#workers): a worker that dies (killed, or
+crashed) is started again within a second; so is a single one, which runs under a main process
+too. Sanic's worker manager restarts a worker when asked
+(auto-reload, its inspector) but not one that died, so :class:`Supervisor` joins its monitor loop,
+which runs in the main process and syncs the workers' states from their processes every tenth of
+a second: after each sync, a server worker found dead while the manager is not shutting down is
+restarted there and then, by the manager's own restart. One worker is restarted at most once a
+second, so one that cannot start is retried, not spun. The loop's step (``_sync_states``) and its
+shutdown flag are the manager's internals (Sanic 25.12): :meth:`Supervisor.install` fails at
+start if they are missing.
+"""
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 
 from sanic import Sanic
+from sanic.log import error_logger
+from sanic.worker.constants import ProcessState
 from sanic.worker.loader import AppLoader
+from sanic.worker.manager import WorkerManager
+from sanic.worker.process import WorkerProcess
+
+RESTART_EVERY_S = 1.0  # the least time between two restarts of one worker
+DEAD = (ProcessState.FAILED, ProcessState.COMPLETED)  # what a sync makes of a process gone
 
 
 def serve_factory(factory: Callable[[], Sanic], host: str, port: int, workers: int) -> None:
@@ -18,6 +39,52 @@ def serve_factory(factory: Callable[[], Sanic], host: str, port: int, workers: i
         workers=workers,
         motd=False,
         access_log=False,
-        single_process=workers == 1,
     )
+    app.main_process_ready(supervise)  # even one worker runs under the main process, supervised
     Sanic.serve(primary=app, app_loader=loader)
+
+
+def supervise(app: Sanic) -> None:
+    """``main_process_ready``: supervise the workers of ``app``'s manager."""
+    Supervisor(app.manager).install()
+
+
+class Supervisor:
+    """Restarts the manager's dead server workers, from its monitor loop."""
+
+    def __init__(self, manager: WorkerManager) -> None:
+        self.manager = manager
+        self.restarted_at: dict[str, float] = {}
+
+    def install(self) -> None:
+        manager = self.manager
+        if not (hasattr(manager, "_sync_states") and hasattr(manager, "_shutting_down")):
+            raise RuntimeError("Sanic's worker manager changed: workers cannot be supervised")
+        sync = manager._sync_states
+
+        def sync_states() -> None:
+            sync()
+            self.restart_dead()
+
+        manager._sync_states = sync_states  # type: ignore[method-assign]
+
+    def restart_dead(self) -> None:
+        manager = self.manager
+        now = time.monotonic()
+        for process in list(manager.transient_processes):
+            if manager._shutting_down:
+                return
+            if WorkerProcess.SERVER_LABEL not in process.name or process.state not in DEAD:
+                continue
+            if now - self.restarted_at.get(process.name, -math.inf) < RESTART_EVERY_S:
+                continue
+            self.restarted_at[process.name] = now
+            error_logger.error(
+                "Worker %s [%s] died (exit code %s); starting it again",
+                process.name,
+                process.pid,
+                process.exitcode,
+            )
+            manager.restart(process_names=[process.name])
+            if manager._shutting_down:  # a stop signal came during the restart
+                process.terminate()

@@ -1,8 +1,10 @@
 """``fxev token issue|revoke|list``: the operator's side of the token store.
 
 ``token issue`` is the one command whose last stdout line is not JSON: it prints
-``{"id", "name", "expires"}``, then the token alone, shown once. ``revoke`` prints the revoked
-record; ``list`` prints ``{"items": [...]}`` with no secret and no hash. A refused operation
+``{"id", "name", "expires"}``, then the token alone, shown once (a plain note on stderr says
+so). ``revoke`` prints the revoked record; ``list`` prints ``{"items": [...]}`` with no secret
+and no hash. ``revoke`` and ``list`` refuse a home with no token store (``require_tokens``)
+rather than create an empty one; ``issue`` creates it. A refused operation
 raises :class:`~tokens.store.TokenError` (a ``builder.core.errors.UsageError``) for the main CLI
 to report. Token times use the real clock, never ``FXEV_NOW``.
 """
@@ -13,11 +15,13 @@ import argparse
 import re
 import sys
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from tokens.store import TokenStore
+from builder.core.errors import NotFound
+from tokens.store import TOKENS_FILE, TokenStore
 
 if TYPE_CHECKING:
     from builder.core.settings import Settings
@@ -40,6 +44,13 @@ def parse_expires(raw: str) -> date:
         raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {raw!r}") from None
 
 
+def require_tokens(home: Path) -> None:
+    """Refuse a home with no token store: one line naming the resolved path."""
+    path = home / TOKENS_FILE
+    if not path.exists():
+        raise NotFound(f"no token store at {path.absolute()} (set FXEV_HOME to the right folder)")
+
+
 def _emit(value: dict[str, Any]) -> None:
     sys.stdout.write(orjson.dumps(value).decode() + "\n")
 
@@ -51,11 +62,14 @@ def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
     _emit({"id": issued.id, "name": issued.name, "expires": expires})
     sys.stdout.write(issued.token_text + "\n")
     sys.stdout.flush()
-    print("fxev: this token is shown once; the service keeps only its hash", file=sys.stderr)
+    print(
+        "note: the token above is shown only once; the service keeps only its hash", file=sys.stderr
+    )
     return 0
 
 
 def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    require_tokens(settings.home)
     with TokenStore.open(settings.home) as store:
         record = store.revoke(args.id, real_now())
     _emit(record.to_json())
@@ -64,6 +78,7 @@ def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_token_list(args: argparse.Namespace, settings: Settings) -> int:
+    require_tokens(settings.home)
     now = real_now()
     with TokenStore.open(settings.home) as store:
         records = store.list()
@@ -88,7 +103,7 @@ def add_token_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     issue.set_defaults(handler=cmd_token_issue)
 
     revoke = commands.add_parser("revoke", help="revoke a token; the next request is refused")
-    revoke.add_argument("id", metavar="ID")
+    revoke.add_argument("id", metavar="ID", help="the token's id (as token list shows it)")
     revoke.set_defaults(handler=cmd_token_revoke)
 
     listing = commands.add_parser("list", help="every token: id, name, expiry, state")

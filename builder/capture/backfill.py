@@ -21,9 +21,11 @@ Missing dates: a business day of the range (``builder.core.business_days``) that
 gives a value for nor declares ``n.d.`` (in this answer or an earlier run) is missing, unless it
 may still be unpublished: a date after the last one with a value and on or after the newest
 date the series should already carry (today for ``publicado``; for ``cierre`` the business day
-before the last one, published on the next). The data is recorded anyway, and one
-``backfill_incompleto`` alert per source (de-duplicated) lists the missing dates; an operator
-resolves it with ``fxev alerts resolve``. No value is ever derived for a missing date.
+before the last one, published on the next). The data is recorded anyway, with the missing
+dates in the execution's ``detalle`` (``faltantes``), from which one ``backfill_incompleto``
+alert per source (de-duplicated; its ``fechas`` keep every date listed since it opened) follows
+(``builder.capture.alerting``); an operator resolves it with ``fxev alerts resolve``. No value is
+ever derived for a missing date.
 
 An answer with nothing in it is a failure, never "no data": ``[]`` from the tax authority, an
 answer listing no date, or one giving no value for any date of a range that should have some
@@ -34,7 +36,6 @@ next capture does (docs/decisions.md#alerts).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Collection, Mapping, Sequence
 from datetime import date, datetime
@@ -49,7 +50,6 @@ from builder.capture.run import Answer, CaptureResult, Run, SavedAnswer, SourceS
 from builder.core.business_days import business_days_between, expected_series_date
 from builder.core.errors import NotFound, UsageError
 from builder.core.settings import Settings
-from builder.ops.alerts import Alert, AlertStore
 from builder.sources import centralbank, taxauth_monthly
 from builder.sources.common import InvariantError, ParsedRate, SourceFormatError
 
@@ -57,7 +57,6 @@ BACKFILL_SOURCES = ("taxauth_txt", "centralbank")
 TAXAUTH_MONTHLY = SourceSpec(
     taxauth_monthly.FUENTE, taxauth_monthly.SERIE, taxauth_monthly.PARSER_VERSION
 )
-INCOMPLETE = "backfill_incompleto"
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
@@ -244,45 +243,5 @@ def record_history(
         return CaptureResult(None, "sin_cambios", None, (), ())
     span = {"desde": start.isoformat(), "hasta": end.isoformat()}
     detail = {**detail, **span, "faltantes": [day.isoformat() for day in missing]}
-    result = record_rates(stores, settings, run, answer, rates, declared, detail)
-    if not missing:
-        return result
-    alert = raise_incomplete(stores.alerts, run, result.revision, start, end, missing)
-    return dataclasses.replace(result, alertas=(alert, *result.alertas))
-
-
-def raise_incomplete(
-    alerts: AlertStore,
-    run: Run,
-    revision: int | None,
-    start: date,
-    end: date,
-    missing: Sequence[date],
-) -> Alert:
-    """Open (or bump) the source's ``backfill_incompleto`` alert.
-
-    Its ``fechas`` keep every date listed since the alert opened, so a second backfill with
-    other gaps does not hide the first one's; the rest describes the latest run.
-    """
-    fuente = run.spec.fuente
-    current = alerts.find_open(INCOMPLETE, fuente)
-    earlier = set(current.detalle.get("fechas", [])) if current else set()
-    listed = sorted(earlier | {day.isoformat() for day in missing})
-    return alerts.raise_alert(
-        INCOMPLETE,
-        run.now,
-        fuente=fuente,
-        detalle={
-            "mensaje": (
-                f"{len(missing)} business days from {start} to {end} are neither in the answer "
-                "nor declared without data"
-            ),
-            "serie": run.spec.serie,
-            "fechas": listed,
-            "faltantes": [day.isoformat() for day in missing],
-            "desde": start.isoformat(),
-            "hasta": end.isoformat(),
-            "revision": revision,
-            "ejecucion_id": run.ejecucion_id,
-        },
-    )
+    # The execution's ``faltantes`` raise ``backfill_incompleto`` (builder.capture.alerting).
+    return record_rates(stores, settings, run, answer, rates, declared, detail)

@@ -81,6 +81,7 @@ def read_range(
         exchange = fetch(
             url,
             max_body_bytes=settings.max_body_bytes,
+            deadline_s=settings.capture_deadline_s,
             proxy=settings.proxy,
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
             session=session,

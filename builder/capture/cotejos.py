@@ -7,7 +7,8 @@ observation of its counterpart date C (the last business day before D, moved bac
 declared ``nd_fuente``). Each pair gives two rows, one on each side: the ``publicado`` row names
 C and the close, the ``cierre`` row names D and the publication, so a close carries one cotejo
 per publication that points to it. Nothing is written while the counterpart is absent or pending,
-and the service never picks a winner: a ``discrepante`` result is exposed and alerted, no more.
+and the service never picks a winner: a ``discrepante`` result is exposed and alerted
+(``builder.capture.alerting``), no more.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 from builder.capture.crosscheck import RULE_TEXT, compare, counterpart_date
 from builder.capture.run import DateOutcome, Recorded
 from builder.core.vocabulary import CURRENCY
-from builder.ops.alerts import Alert, AlertStore
 from builder.registry.records import Cotejo, Observation
 from builder.registry.store import Registry, WriteTransaction
 
@@ -134,38 +134,3 @@ def cross_check(
     if serie == "publicado":
         return write_cotejos(registry, tx, publicado_dates=changed, declared_dates=declared)
     return write_cotejos(registry, tx, cierre_dates=changed, declared_dates=declared)
-
-
-def raise_discrepancies(
-    alerts: AlertStore, pairs: Sequence[Pair], revision: int, now: datetime
-) -> list[Alert]:
-    """One ``discrepancia`` alert per publication date found to disagree with its close."""
-    raised = []
-    for pair in pairs:
-        if not pair.discrepante:
-            continue
-        publication, close = pair.publicado, pair.cierre
-        raised.append(
-            alerts.raise_alert(
-                "discrepancia",
-                now,
-                fuente=publication.fuente,
-                fecha_serie=publication.fecha_serie,
-                detalle={
-                    "revision": revision,
-                    "publicado": {
-                        "observacion_id": publication.id,
-                        "fecha_serie": publication.fecha_serie,
-                        "compra": publication.compra,
-                        "venta": publication.venta,
-                    },
-                    "cierre": {
-                        "observacion_id": close.id,
-                        "fecha_serie": close.fecha_serie,
-                        "compra": close.compra,
-                        "venta": close.venta,
-                    },
-                },
-            )
-        )
-    return raised

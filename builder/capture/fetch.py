@@ -4,20 +4,39 @@ The body is kept decompressed (transfer and content encodings undone) but never 
 text, with the status, reason and every response header as received. A fetch either returns an
 ``HttpExchange`` or raises ``FetchFailure`` carrying the alert type that classifies it and
 whatever bytes arrived, so the caller can record the failure with its evidence.
+
+A non-2xx answer is ``fuente_no_disponible`` whatever its body's size or form (status before
+size), its bytes kept up to the cap. One request, connect to last byte and redirects included,
+ends by ``deadline_s`` (``FXEV_CAPTURE_DEADLINE_S``): per-read timeouts cannot do that against a
+source dripping one byte at a time, so a :class:`Deadline`'s watchdog shuts down every socket the
+fetch opened, waking any blocked read; the bytes received so far are the failure's evidence,
+marked truncated. ``received_at`` is when the headers arrived, the instant the clock check uses
+(docs/operating/capture.md#deadline).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+import socket
+import threading
+import time
 import zlib
+from datetime import UTC, datetime
 from typing import Any
 
 import requests
 import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ConnectTimeoutError
 
 USER_AGENT = "fxev/0.1 (+evidence capture of official USD/PEN rates)"
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 30.0
+DEFAULT_DEADLINE_S = 60.0  # FXEV_CAPTURE_DEADLINE_S's default
 _CHUNK = 64 * 1024
 
 
@@ -30,6 +49,7 @@ class HttpExchange:
     headers: tuple[tuple[str, str], ...]
     body: bytes
     truncated: bool = False
+    received_at: datetime | None = None  # the real clock when the headers arrived
 
     @property
     def content_type(self) -> str:
@@ -61,25 +81,33 @@ def fetch(
     url: str,
     *,
     max_body_bytes: int,
+    deadline_s: float = DEFAULT_DEADLINE_S,
     proxy: str | None = None,
     method: str = "GET",
     data: bytes | None = None,
     headers: dict[str, str] | None = None,
     session: requests.Session | None = None,
 ) -> HttpExchange:
-    """Fetch ``url``; raise ``FetchFailure`` for anything but a 2xx body within the size cap."""
+    """Fetch ``url``; raise ``FetchFailure`` for anything but a 2xx body within the size cap,
+    complete within ``deadline_s``. A ``session`` given must come from :func:`new_session`
+    (otherwise only the per-read timeouts bound it)."""
     own_session = session is None
-    session = session or requests.Session()
+    session = session or new_session()
     session.trust_env = False  # FXEV_PROXY is the only proxy; ambient settings never apply
+    deadline = Deadline(deadline_s)
+    active = _ACTIVE.set(deadline)
     try:
-        return _exchange(session, url, max_body_bytes, proxy, method, data, headers)
+        return _exchange(session, deadline, url, max_body_bytes, proxy, method, data, headers)
     finally:
+        deadline.finish()
+        _ACTIVE.reset(active)
         if own_session:
             session.close()
 
 
 def _exchange(
     session: requests.Session,
+    deadline: Deadline,
     url: str,
     max_body_bytes: int,
     proxy: str | None,
@@ -94,6 +122,7 @@ def _exchange(
         "Accept-Encoding": "gzip, deflate",  # exactly what _decoder undoes
         **(headers or {}),
     }
+    left = deadline.remaining()
     try:
         response = session.request(
             method,
@@ -101,24 +130,33 @@ def _exchange(
             data=data,
             headers=request_headers,
             proxies=proxies,
-            timeout=(CONNECT_TIMEOUT_S, READ_TIMEOUT_S),
+            timeout=(min(CONNECT_TIMEOUT_S, left), min(READ_TIMEOUT_S, left)),
             stream=True,
             allow_redirects=True,
         )
-    except requests.exceptions.ProxyError as exc:
-        raise FetchFailure("tunel_caido", f"proxy {proxy} unreachable: {exc}") from exc
-    except requests.exceptions.Timeout as exc:
-        raise FetchFailure("fuente_no_disponible", f"timeout: {exc}") from exc
-    except requests.exceptions.RequestException as exc:
+    except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+        # A redirect's body read after the watchdog fired can raise urllib3's own errors.
+        if deadline.finish():
+            raise FetchFailure("fuente_no_disponible", deadline.message(None)) from exc
+        if isinstance(exc, requests.exceptions.ProxyError):
+            raise FetchFailure("tunel_caido", f"proxy {proxy} unreachable: {exc}") from exc
+        if isinstance(exc, requests.exceptions.Timeout):
+            raise FetchFailure("fuente_no_disponible", f"timeout: {exc}") from exc
         raise FetchFailure("fuente_no_disponible", f"unreachable: {exc}") from exc
+    received_at = datetime.now(UTC)  # the machine's real clock, never FXEV_NOW
+    status = f"HTTP {response.status_code} {response.reason or ''}".rstrip()
     try:
-        exchange = _read(response, method, url, max_body_bytes)
+        exchange = _read(response, deadline, method, url, max_body_bytes, received_at)
+    except FetchFailure as failure:
+        if 200 <= response.status_code < 300:
+            raise
+        # Status before size: a non-2xx answer is the source being down, whatever its body.
+        message = f"{status}; {failure.message}"
+        raise FetchFailure("fuente_no_disponible", message, failure.exchange) from failure
     finally:
         response.close()
     if not 200 <= exchange.status < 300:
-        raise FetchFailure(
-            "fuente_no_disponible", f"HTTP {exchange.status} {exchange.reason}", exchange
-        )
+        raise FetchFailure("fuente_no_disponible", status, exchange)
     return exchange
 
 
@@ -142,8 +180,18 @@ def _decoder(content_encoding: str | None) -> Any:
     raise ValueError(f"unsupported Content-Encoding {content_encoding!r}")
 
 
-def _read(response: requests.Response, method: str, url: str, limit: int) -> HttpExchange:
-    """Read the body ourselves: raw bytes in, decompressed under the cap as they stream."""
+def _read(
+    response: requests.Response,
+    deadline: Deadline,
+    method: str,
+    url: str,
+    limit: int,
+    received_at: datetime,
+) -> HttpExchange:
+    """Read the body ourselves: raw bytes in, decompressed under the cap as they stream.
+
+    ``read1`` returns what one read gave, so the bytes of a body cut by the deadline are kept.
+    """
     status = response.status_code
     reason = response.reason or ""
     headers = _wire_headers(response)
@@ -151,12 +199,17 @@ def _read(response: requests.Response, method: str, url: str, limit: int) -> Htt
     out = bytearray()
 
     def exchange(body: bytes, truncated: bool = False) -> HttpExchange:
-        return HttpExchange(method, url, status, reason, headers, body, truncated)
+        return HttpExchange(method, url, status, reason, headers, body, truncated, received_at)
+
+    def kept() -> bytes:
+        # What arrived: the decoded prefix, or the raw bytes when nothing decoded.
+        return bytes(out) if out else b"".join(raw_chunks)[:limit]
 
     def failure(kind: str, message: str) -> FetchFailure:
-        # Keep what arrived: the decoded prefix, or the raw bytes when nothing decoded.
-        body = bytes(out) if out else b"".join(raw_chunks)[:limit]
-        return FetchFailure(kind, message, exchange(body, truncated=True))
+        return FetchFailure(kind, message, exchange(kept(), truncated=True))
+
+    def past_deadline() -> FetchFailure:
+        return failure("fuente_no_disponible", deadline.message(len(kept())))
 
     try:
         decoder = _decoder(response.headers.get("Content-Encoding"))
@@ -167,7 +220,7 @@ def _read(response: requests.Response, method: str, url: str, limit: int) -> Htt
         unsupported = None
     try:
         while True:
-            chunk = response.raw.read(_CHUNK, decode_content=False)
+            chunk = response.raw.read1(_CHUNK, decode_content=False)
             if not chunk:
                 break
             raw_chunks.append(chunk)
@@ -192,8 +245,12 @@ def _read(response: requests.Response, method: str, url: str, limit: int) -> Htt
     except zlib.error as error:
         raise failure("cambio_formato", f"body cannot be decompressed: {error}") from error
     except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
+        if deadline.finish():
+            raise past_deadline() from error
         # A timeout, reset or broken chunking mid-body: not what the source announced.
         raise failure("fuente_no_disponible", f"body interrupted: {error}") from error
+    if deadline.finish():  # the watchdog's shutdown can read as a clean end of the body
+        raise past_deadline()
     if unsupported is not None:
         raise failure("cambio_formato", unsupported)
     if decoder is not None:
@@ -204,3 +261,119 @@ def _read(response: requests.Response, method: str, url: str, limit: int) -> Htt
         if not decoder.eof:
             raise failure("cambio_formato", "compressed body ends before its end marker")
     return exchange(bytes(out))
+
+
+# -- the deadline --------------------------------------------------------------------------------
+
+# The deadline of the fetch running in this thread; connections register their sockets with it.
+_ACTIVE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
+    "fxev_fetch_deadline", default=None
+)
+
+
+class Deadline:
+    """The instant one fetch must end by, and the watchdog that ends it there."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._ends = time.monotonic() + seconds
+        self._lock = threading.Lock()
+        self._watched: list[tuple[HTTPConnection, socket.socket]] = []
+        self._state = "running"  # then "finished" or "expired", once
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def remaining(self) -> float:
+        return max(0.0, self._ends - time.monotonic())
+
+    def watch(self, connection: HTTPConnection, sock: socket.socket) -> None:
+        with self._lock:
+            self._watched.append((connection, sock))
+            if self._state == "expired":
+                _shut(connection, sock)
+
+    def finish(self) -> bool:
+        """Stop the watchdog; True when the deadline had passed first."""
+        with self._lock:
+            if self._state == "running":
+                self._state = "finished"
+            expired = self._state == "expired"
+        self._timer.cancel()
+        return expired
+
+    def message(self, received: int | None) -> str:
+        got = "no answer" if received is None else f"{received} bytes kept (truncado: true)"
+        return (
+            f"deadline: no complete answer within FXEV_CAPTURE_DEADLINE_S={self.seconds:g} s "
+            f"(connect to last byte, redirects included); {got}"
+        )
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._state != "running":
+                return
+            self._state = "expired"
+            for connection, sock in self._watched:
+                _shut(connection, sock)
+
+
+def _shut(connection: HTTPConnection, sock: socket.socket) -> None:
+    """Shut a socket down both ways, which wakes a read blocked on it in another thread.
+
+    TLS detaches the raw socket into the connection's ``SSLSocket``; the base class's
+    ``shutdown`` acts on the file descriptor and leaves the TLS state alone.
+    """
+    target = sock if sock.fileno() != -1 else connection.sock
+    if target is None:
+        return
+    with contextlib.suppress(OSError):  # already closed
+        socket.socket.shutdown(target, socket.SHUT_RDWR)
+
+
+class _Watched:
+    """A connection whose new socket obeys the running fetch's deadline."""
+
+    def _new_conn(self) -> socket.socket:
+        deadline = _ACTIVE.get()
+        if deadline is not None:
+            left = deadline.remaining()
+            if left <= 0:
+                raise ConnectTimeoutError(self, "the capture deadline passed before connecting")
+            if isinstance(self.timeout, int | float):  # type: ignore[attr-defined]
+                self.timeout = min(self.timeout, left)  # type: ignore[attr-defined]
+        sock: socket.socket = super()._new_conn()  # type: ignore[misc]
+        if deadline is not None:
+            deadline.watch(self, sock)  # type: ignore[arg-type]
+        return sock
+
+
+_HTTPConnection = type("_HTTPConnection", (_Watched, HTTPConnection), {})
+_HTTPSConnection = type("_HTTPSConnection", (_Watched, HTTPSConnection), {})
+_POOLS = {
+    "http": type("_HTTPPool", (HTTPConnectionPool,), {"ConnectionCls": _HTTPConnection}),
+    "https": type("_HTTPSPool", (HTTPSConnectionPool,), {"ConnectionCls": _HTTPSConnection}),
+}
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """``requests``' adapter with connections that obey the running fetch's deadline."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):  # SOCKS brings its own connections
+            manager.pool_classes_by_scheme = _POOLS
+        return manager
+
+
+def new_session() -> requests.Session:
+    """A ``requests`` session whose connections obey :func:`fetch`'s deadline."""
+    session = requests.Session()
+    adapter = _DeadlineAdapter()
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session

@@ -13,7 +13,8 @@ import hashlib
 from datetime import datetime
 from pathlib import Path
 
-from builder.capture.cotejos import cross_check, raise_discrepancies
+from builder.capture.alerting import alerts_after_commit, sync_alerts
+from builder.capture.cotejos import cross_check
 from builder.capture.record import (
     add_event,
     add_observation,
@@ -70,6 +71,7 @@ def import_csv(
     if not any(pending(row) for row in rows):
         return CaptureResult(None, "sin_cambios", None, (), ())
     stores.blobs.put(data)
+    sync_alerts(registry, stores.alerts)  # earlier revisions' alerts come first
     outcomes: list[DateOutcome] = []
     with registry.write("importacion", now) as tx:
         evidence = store_evidence(
@@ -109,10 +111,8 @@ def import_csv(
                 )  # fmt: skip
             outcome = "correccion" if current is not None else "nueva"
             outcomes.append(DateOutcome(fecha, row.serie, outcome, observation.id))
-        pairs = []
         for serie in sorted({o.serie for o in outcomes}):
-            mine = [o for o in outcomes if o.serie == serie]
-            pairs += cross_check(registry, tx, serie, mine)
+            cross_check(registry, tx, serie, [o for o in outcomes if o.serie == serie])
         outcome = worst_outcome([o.outcome for o in outcomes])
         tx.add(
             dataclasses.replace(
@@ -128,6 +128,6 @@ def import_csv(
             "justificacion": justification,
             "sha256": sha256,
         }
-    alerts = raise_discrepancies(stores.alerts, pairs, tx.revision, now)
+    alerts = alerts_after_commit(stores, tx.revision)
     single = outcomes[0].observacion_id if len(outcomes) == 1 else None
-    return CaptureResult(tx.revision, outcome, single, tuple(outcomes), tuple(alerts))
+    return CaptureResult(tx.revision, outcome, single, tuple(outcomes), alerts)

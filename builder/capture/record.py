@@ -1,7 +1,8 @@
 """Recording a run: evidence bytes first (content-addressed, fsynced), then one registry transaction
 with the execution, the evidence, the observation(s), their events, cotejos and manifest entries;
-alerts after the commit. A failure is recorded with its evidence and an event carrying the expected
-date, never dropped.
+alerts after the commit, derived from what the revision recorded (``builder.capture.alerting``,
+docs/operating/alerts.md#follow-the-registry). A failure is recorded with its evidence and an
+event carrying the expected date, never dropped.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from builder.capture.cotejos import cross_check, raise_discrepancies
+from builder.capture.alerting import alerts_after_commit, sync_alerts
+from builder.capture.cotejos import cross_check
 from builder.capture.plausibility import plausibility_reasons
 from builder.capture.run import (
     Answer,
@@ -26,7 +28,6 @@ from builder.capture.run import (
 )
 from builder.core.settings import Settings
 from builder.disk import faults
-from builder.ops.alerts import Alert
 from builder.registry.records import Event, Evidence, Execution, ManifestEntry, Observation
 from builder.registry.store import Registry, WriteTransaction
 from builder.sources.common import ParsedRate
@@ -140,6 +141,7 @@ def record_failure(
     spec = run.spec
     stores.blobs.put(body)
     faults.crash_point("after_blob_write")
+    sync_alerts(stores.registry, stores.alerts)  # earlier revisions' alerts come first
     with stores.registry.write(run.revision_kind, run.now) as tx:
         evidence = store_evidence(stores, tx, run, body, exchange, identidad_consulta)
         for expected in expected_dates:
@@ -159,20 +161,9 @@ def record_failure(
             )
         tx.add(new_execution(tx, run, "fallo", {"tipo": alert_type, "mensaje": message}))
         tx.summary = {"fuente": spec.fuente, "outcome": "fallo", "tipo": alert_type}
-    alert = stores.alerts.raise_alert(
-        alert_type,
-        run.now,
-        fuente=spec.fuente,
-        detalle={
-            "mensaje": message,
-            "revision": tx.revision,
-            "ejecucion_id": run.ejecucion_id,
-            "evidencia_id": evidence.id,
-            "fecha_esperada": [d.isoformat() for d in expected_dates],
-        },
-    )
+    alerts = alerts_after_commit(stores, tx.revision)
     outcomes = tuple(DateOutcome(d.isoformat(), spec.serie, "fallo", None) for d in expected_dates)
-    return CaptureResult(tx.revision, "fallo", None, outcomes, (alert,))
+    return CaptureResult(tx.revision, "fallo", None, outcomes, alerts)
 
 
 def record_rates(
@@ -194,6 +185,7 @@ def record_rates(
     recorded: list[Recorded] = []
     stores.blobs.put(exchange.body)
     faults.crash_point("after_blob_write")
+    sync_alerts(stores.registry, stores.alerts)  # earlier revisions' alerts come first
     with stores.registry.write(run.revision_kind, run.now) as tx:
         evidence = store_evidence(
             stores, tx, run, exchange.body, exchange, exchange.identidad_consulta
@@ -203,7 +195,7 @@ def record_rates(
                 record_rate(stores.registry, tx, run, evidence, rate, settings.plausibility_pct)
             )
         declared = add_manifest_entries(stores.registry, tx, run, evidence, declared_no_data)
-        pairs = cross_check(stores.registry, tx, run.spec.serie, recorded, declared)
+        cross_check(stores.registry, tx, run.spec.serie, recorded, declared)
         # A run that only declares dates without data still records something new.
         outcome = worst_outcome([r.outcome.outcome for r in recorded]) if recorded else "nueva"
         detalle = {
@@ -213,29 +205,9 @@ def record_rates(
         }
         tx.add(new_execution(tx, run, outcome, detalle))
         tx.summary = {"fuente": run.spec.fuente, "outcome": outcome, "fechas": len(recorded)}
-    alerts: list[Alert] = []
-    if run.kind == "capture":
-        alerts += stores.alerts.resolve_source_failures(run.spec.fuente, run.now)
-    alerts += raise_discrepancies(stores.alerts, pairs, tx.revision, run.now)
-    for item in recorded:
-        if item.implausible:
-            alerts.append(
-                stores.alerts.raise_alert(
-                    "plausibilidad_baja",
-                    run.now,
-                    fuente=run.spec.fuente,
-                    fecha_serie=item.outcome.fecha_serie,
-                    detalle={
-                        "observacion_id": item.outcome.observacion_id,
-                        "revision": tx.revision,
-                        "motivos": item.implausible,
-                    },
-                )
-            )
+    alerts = alerts_after_commit(stores, tx.revision)
     single = recorded[0].outcome.observacion_id if len(recorded) == 1 and not declared else None
-    return CaptureResult(
-        tx.revision, outcome, single, tuple(r.outcome for r in recorded), tuple(alerts)
-    )
+    return CaptureResult(tx.revision, outcome, single, tuple(r.outcome for r in recorded), alerts)
 
 
 def add_manifest_entries(

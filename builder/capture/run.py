@@ -148,7 +148,12 @@ def worst_outcome(outcomes: Sequence[str]) -> str:
 
 
 class OperationalChecks:
-    """The machine's health around one run: disk space before the write, clock at the fetch."""
+    """The machine's health around one run: disk space before the write, clock at the fetch.
+
+    The clock is compared with the source's ``Date`` at the instant the response's headers
+    arrived (``HttpExchange.received_at``), not after the body: a slow body is not a clock off
+    (docs/operating/capture.md#deadline).
+    """
 
     def __init__(self, stores: Stores, settings: Settings, run: Run) -> None:
         self.stores = stores
@@ -166,7 +171,8 @@ class OperationalChecks:
                 self.stores.alerts,
                 self.run.spec.fuente,
                 exchange.headers,
-                datetime.now(UTC),  # the machine's real clock, never FXEV_NOW
+                # the machine's real clock when the headers arrived, never FXEV_NOW
+                exchange.received_at or datetime.now(UTC),
                 self.settings.clock_tolerance_s,
             )
         )

@@ -42,7 +42,11 @@ def _capture_taxauth_txt(
     expected = run.today_lima
     try:
         exchange = fetch(
-            url, max_body_bytes=settings.max_body_bytes, proxy=settings.proxy, session=session
+            url,
+            max_body_bytes=settings.max_body_bytes,
+            deadline_s=settings.capture_deadline_s,
+            proxy=settings.proxy,
+            session=session,
         )
     except FetchFailure as failure:
         checks.clock(failure.exchange)

@@ -10,6 +10,7 @@ cannot be added here without being documented there.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -43,6 +44,8 @@ class Settings:
     min_free_bytes: int
     clock_tolerance_s: int
     proxy: str | None
+    capture_deadline_s: int
+    cors_origins: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,6 +144,19 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "proxy (tunnel) to reach the sources; unreachable raises `tunel_caido`",
     ),
+    Setting(
+        "FXEV_CAPTURE_DEADLINE_S",
+        "capture_deadline_s",
+        "60",
+        "whole-request deadline of one source fetch (connect, redirects, headers, body)",
+    ),
+    Setting(
+        "FXEV_CORS_ORIGINS",
+        "cors_origins",
+        None,
+        "origins (comma-separated, or `*`) allowed to call the API from a browser",
+        unset="unset (none)",
+    ),
 )
 _DEFAULTS: dict[str, str | None] = {setting.variable: setting.default for setting in SETTINGS}
 
@@ -168,6 +184,9 @@ def _int(environ: Mapping[str, str], name: str, minimum: int = 0) -> int:
     return value
 
 
+_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#\s,]+")
+
+
 def parse_now(raw: str) -> datetime:
     """Parse an ISO-8601 instant that must carry a UTC offset."""
     try:
@@ -177,6 +196,18 @@ def parse_now(raw: str) -> datetime:
     if value.tzinfo is None:
         raise SettingsError(f"FXEV_NOW needs a time zone offset, got {raw!r}")
     return value
+
+
+def parse_origins(raw: str) -> tuple[str, ...] | None:
+    """FXEV_CORS_ORIGINS: origins (``scheme://host[:port]``, lower-cased) or ``*``; None when
+    empty."""
+    origins = tuple(dict.fromkeys(o.strip().lower() for o in raw.split(",") if o.strip()))
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise SettingsError(
+                f"FXEV_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port]) or *"
+            )
+    return origins or None
 
 
 def load_settings(environ: Mapping[str, str]) -> Settings:
@@ -213,4 +244,6 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         min_free_bytes=_int(environ, "FXEV_MIN_FREE_BYTES"),
         clock_tolerance_s=_int(environ, "FXEV_CLOCK_TOLERANCE_S", minimum=1),
         proxy=environ.get("FXEV_PROXY") or None,
+        capture_deadline_s=_int(environ, "FXEV_CAPTURE_DEADLINE_S", minimum=1),
+        cors_origins=parse_origins(environ.get("FXEV_CORS_ORIGINS", "")),
     )

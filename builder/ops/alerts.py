@@ -3,6 +3,12 @@
 Its own SQLite file, not revisioned. A condition (type + source, plus ``fecha_serie`` for data
 alerts) has at most one alert that is not ``resuelta``: the same condition recurring bumps its
 ``contador`` and ``ultima_vez`` instead of opening a duplicate. After ``resuelta`` it opens anew.
+
+Alerts follow the registry (docs/operating/alerts.md#follow-the-registry): the store remembers
+the last registry revision whose events it applied (``registry_applied``) and which alerts each
+revision touched (``revision_alerts``). ``apply_revision`` applies one revision's actions and moves
+that mark in one transaction, so a revision is applied once, whoever applies it. The registry's
+side (which actions a revision calls for) is ``builder.capture.alerting``'s.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Self
@@ -55,6 +62,16 @@ CREATE TABLE IF NOT EXISTS alerts (
 CREATE UNIQUE INDEX IF NOT EXISTS alerts_one_open_per_condition
     ON alerts(condicion) WHERE estado != 'resuelta';
 CREATE INDEX IF NOT EXISTS alerts_order ON alerts(ultima_vez DESC, id);
+CREATE TABLE IF NOT EXISTS registry_applied (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    revision INTEGER NOT NULL          -- the last registry revision whose events were applied
+);
+CREATE TABLE IF NOT EXISTS revision_alerts (
+    revision INTEGER NOT NULL,
+    ord      INTEGER NOT NULL,
+    alert_id TEXT NOT NULL,
+    PRIMARY KEY (revision, ord)
+);
 """
 
 
@@ -89,6 +106,30 @@ class Alert:
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Raise:
+    """Open an alert for a condition, or bump the one open. ``accumulate`` names a list in
+    ``detalle`` kept as the union with the open alert's (``backfill_incompleto``'s ``fechas``)."""
+
+    tipo: str
+    now: datetime
+    fuente: str | None
+    fecha_serie: str | None = None
+    detalle: dict[str, Any] = dataclasses.field(default_factory=dict)
+    accumulate: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ResolveSource:
+    """A successful capture of ``fuente``: its open source-failure alerts are resolved."""
+
+    fuente: str
+    now: datetime
+
+
+AlertAction = Raise | ResolveSource
 
 
 def condition_key(tipo: str, fuente: str | None, fecha_serie: str | None = None) -> str:
@@ -147,28 +188,8 @@ class AlertStore(AlertView):
         detalle: dict[str, Any] | None = None,
     ) -> Alert:
         """Open an alert for the condition, or bump the one already open."""
-        if tipo not in ALERT_TYPES:
-            raise ValueError(f"unknown alert type {tipo!r}")
-        key = condition_key(tipo, fuente, fecha_serie)
-        stamp = utc_timestamp(now)
-        detail_json = orjson.dumps(detalle or {}, option=orjson.OPT_SORT_KEYS).decode()
         with self._immediate():
-            current = self._fetch("condicion = ? AND estado != 'resuelta'", (key,))
-            if current:
-                self.conn.execute(
-                    "UPDATE alerts SET contador = contador + 1, ultima_vez = ?, detalle = ?"
-                    " WHERE id = ?",
-                    (max(stamp, current[0].ultima_vez), detail_json, current[0].id),
-                )
-                alert_id = current[0].id
-            else:
-                alert_id = str(uuid.uuid4())
-                self.conn.execute(
-                    "INSERT INTO alerts (id, tipo, estado, condicion, fuente, fecha_serie,"
-                    " contador, primera_vez, ultima_vez, detalle)"
-                    " VALUES (?, ?, 'abierta', ?, ?, ?, 1, ?, ?, ?)",
-                    (alert_id, tipo, key, fuente, fecha_serie, stamp, stamp, detail_json),
-                )
+            alert_id = self._raise(Raise(tipo, now, fuente, fecha_serie, detalle or {}))
         return self.get(alert_id)
 
     def find_open(
@@ -182,19 +203,101 @@ class AlertStore(AlertView):
 
     def resolve_source_failures(self, fuente: str, now: datetime) -> list[Alert]:
         """A successful capture of ``fuente`` resolves its open source-failure alerts."""
-        marks = ", ".join("?" for _ in SYSTEM_RESOLVED)
         with self._immediate():
-            touched = self._fetch(
-                f"fuente = ? AND estado != 'resuelta' AND tipo IN ({marks})",
-                (fuente, *SYSTEM_RESOLVED),
-            )
-            for alert in touched:
+            touched = self._resolve_source(ResolveSource(fuente, now))
+        return [self.get(alert_id) for alert_id in touched]
+
+    # -- following the registry ----------------------------------------------------------
+
+    def applied_revision(self) -> int | None:
+        """The last registry revision applied; None before the store follows a registry."""
+        row = self.conn.execute("SELECT revision FROM registry_applied WHERE id = 1").fetchone()
+        return None if row is None else int(row[0])
+
+    def follow_from(self, revision: int) -> int:
+        """Start following the registry after ``revision`` unless already following; the mark."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO registry_applied (id, revision) VALUES (1, ?)", (revision,)
+        )
+        mark = self.applied_revision()
+        assert mark is not None
+        return mark
+
+    def apply_revision(self, revision: int, actions: Sequence[AlertAction]) -> bool:
+        """Apply the alert actions registry ``revision`` calls for and move the mark to it, in one
+        transaction; False (nothing done) when the mark already covers it."""
+        with self._immediate():
+            mark = self.applied_revision()
+            if mark is None:
+                raise ValueError("the alert store follows no registry yet (follow_from)")
+            if mark >= revision:
+                return False
+            if mark != revision - 1:
+                raise ValueError(f"revision {revision} applied after {mark}: out of order")
+            touched: list[str] = []
+            for action in actions:
+                if isinstance(action, Raise):
+                    touched.append(self._raise(action))
+                else:
+                    touched += self._resolve_source(action)
+            for ord_, alert_id in enumerate(dict.fromkeys(touched)):
                 self.conn.execute(
-                    "UPDATE alerts SET estado = 'resuelta', resuelta_por = 'sistema',"
-                    " resuelta_en = ? WHERE id = ?",
-                    (utc_timestamp(now), alert.id),
+                    "INSERT INTO revision_alerts (revision, ord, alert_id) VALUES (?, ?, ?)",
+                    (revision, ord_, alert_id),
                 )
-        return [self.get(alert.id) for alert in touched]
+            self.conn.execute("UPDATE registry_applied SET revision = ? WHERE id = 1", (revision,))
+        return True
+
+    def alerts_of_revision(self, revision: int) -> list[Alert]:
+        """The alerts registry ``revision`` raised, bumped or resolved, as they are now."""
+        rows = self.conn.execute(
+            "SELECT alert_id FROM revision_alerts WHERE revision = ? ORDER BY ord", (revision,)
+        ).fetchall()
+        return [self.get(row[0]) for row in rows]
+
+    # -- inside a transaction ------------------------------------------------------------
+
+    def _raise(self, action: Raise) -> str:
+        if action.tipo not in ALERT_TYPES:
+            raise ValueError(f"unknown alert type {action.tipo!r}")
+        key = condition_key(action.tipo, action.fuente, action.fecha_serie)
+        stamp = utc_timestamp(action.now)
+        current = self._fetch("condicion = ? AND estado != 'resuelta'", (key,))
+        detalle = dict(action.detalle)
+        if current and action.accumulate is not None:
+            earlier = current[0].detalle.get(action.accumulate, [])
+            detalle[action.accumulate] = sorted({*earlier, *detalle.get(action.accumulate, [])})
+        detail_json = orjson.dumps(detalle, option=orjson.OPT_SORT_KEYS).decode()
+        if current:
+            self.conn.execute(
+                "UPDATE alerts SET contador = contador + 1, ultima_vez = ?, detalle = ?"
+                " WHERE id = ?",
+                (max(stamp, current[0].ultima_vez), detail_json, current[0].id),
+            )
+            return current[0].id
+        alert_id = str(uuid.uuid4())
+        self.conn.execute(
+            "INSERT INTO alerts (id, tipo, estado, condicion, fuente, fecha_serie,"
+            " contador, primera_vez, ultima_vez, detalle)"
+            " VALUES (?, ?, 'abierta', ?, ?, ?, 1, ?, ?, ?)",
+            (alert_id, action.tipo, key, action.fuente, action.fecha_serie, stamp, stamp,
+             detail_json),
+        )  # fmt: skip
+        return alert_id
+
+    def _resolve_source(self, action: ResolveSource) -> list[str]:
+        marks = ", ".join("?" for _ in SYSTEM_RESOLVED)
+        touched = self._fetch(
+            f"fuente = ? AND estado != 'resuelta' AND tipo IN ({marks})",
+            (action.fuente, *SYSTEM_RESOLVED),
+        )
+        for alert in touched:
+            self.conn.execute(
+                "UPDATE alerts SET estado = 'resuelta', resuelta_por = 'sistema',"
+                " resuelta_en = ? WHERE id = ?",
+                (utc_timestamp(action.now), alert.id),
+            )
+        return [alert.id for alert in touched]
 
     def acknowledge(self, alert_id: str, actor: str, now: datetime) -> Alert:
         return self._transition(alert_id, actor, now, ("abierta",), "reconocida")

@@ -3,7 +3,9 @@
 - ``disco``: free space of ``FXEV_HOME`` under ``FXEV_MIN_FREE_BYTES`` before a registry write.
   The write still goes ahead (refusing it would lose the source's answer); the alert says to act.
 - ``reloj_fuera_de_tolerancia``: the real clock differs from the source's HTTP ``Date`` header
-  by more than ``FXEV_CLOCK_TOLERANCE_S`` at capture. Revision timestamps depend on this clock.
+  by more than ``FXEV_CLOCK_TOLERANCE_S``, both read when the response's headers arrived (the
+  caller passes that instant, never the end of a slow body). Revision timestamps depend on this
+  clock.
 - ``ntp``: the kernel's clock-synchronisation state, read with ``adjtimex(2)`` (modes 0: a read,
   allowed without privileges): ``sincronizado``, ``no_sincronizado``, or ``no_verificado`` when it
   cannot be read (not Linux, a sandbox refusing the call).

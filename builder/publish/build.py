@@ -8,6 +8,11 @@ so its index entry means the revision is complete. The explorer's pages for the 
 written next (``builder.publish.explorer``: found through the revision's number, so the same
 switch publishes them). The ``PUBLISHED`` pointer is replaced by an atomic rename and its folder
 fsynced; last, the explorer pages that only the previous revision served are removed.
+
+A tree belongs to one registry (``docs/operating/tree.md#owner``): every record and the pointer
+carry the registry's id, and a build over a tree of another registry (or of none: built before
+ids) is refused (a ``Conflict``). ``build(rebuild=True)`` renders a fresh tree beside the site
+and exchanges the two folders atomically (``builder.publish.swap``).
 """
 
 from __future__ import annotations
@@ -16,11 +21,11 @@ import dataclasses
 from collections import defaultdict
 from typing import Any
 
-from builder.core.errors import IntegrityError
+from builder.core.errors import Conflict, IntegrityError
 from builder.core.vocabulary import ALWAYS_SERVED, CURRENCY, FAILURE_TYPES
 from builder.disk import faults
 from builder.disk.blobs import BlobStore
-from builder.publish import sitelock
+from builder.publish import sitelock, swap
 from builder.publish.explorer import ExplorerWriter
 from builder.publish.writer import TreeWriter
 from builder.registry.records import (
@@ -59,14 +64,42 @@ class Builder:
         self.registry = registry
         self.blobs = blobs
         self.tree = tree
+        self.registry_id = registry.registry_id()
 
-    def build(self) -> BuildResult:
-        """Build under the site's exclusive lock, after sweeping what killed builds left."""
+    def build(self, rebuild: bool = False) -> BuildResult:
+        """Build under the site's exclusive lock, after sweeping what killed builds left; with
+        ``rebuild``, render a fresh tree and swap it in, whatever registry the site's was of."""
         with sitelock.exclusive(self.tree.site):
             sitelock.sweep_leftovers(self.tree.site)
+            if rebuild:
+                return self._rebuild_locked()
+            self.check_owner()
             return self._build_locked()
 
+    def check_owner(self) -> None:
+        """Refuse a site whose tree was rendered from another registry than this one."""
+        self.registry_id = self.registry.registry_id()
+        held, owner = self.tree.owner()
+        if held and owner != self.registry_id:
+            theirs = owner or "none (built before registry ids)"
+            ours = self.registry_id or "none yet (no revision)"
+            raise Conflict(
+                f"{self.tree.site} holds a tree of registry {theirs}, not of this registry {ours}"
+                f" ({self.registry.path}); fxev build --rebuild renders a fresh tree in its place"
+            )
+
+    def _rebuild_locked(self) -> BuildResult:
+        """A fresh tree of this registry beside the site, then the two folders exchanged."""
+        site = self.tree.site.resolve()
+        fresh = swap.prepare(site)
+        result = Builder(self.registry, self.blobs, TreeWriter(fresh))._build_locked()
+        old = swap.exchange(fresh, site)
+        self.tree.forget()
+        swap.remove(old)
+        return result
+
     def _build_locked(self) -> BuildResult:
+        self.registry_id = self.registry.registry_id()
         head = self.registry.head()
         published = self.tree.published_revision()
         if head is None:
@@ -167,7 +200,10 @@ class Builder:
             coverage=coverage,
         )
         links = self.tree.link_hashes(number, published)
-        self.tree.write_record(RevisionRecord(root, links, evidence_meta, details))
+        if self.registry_id is None:  # revision 1 was written after this builder was made
+            self.registry_id = registry.registry_id()
+        record = RevisionRecord(root, links, evidence_meta, details, self.registry_id)
+        self.tree.write_record(record)
         return root, tags
 
     def render_evidence(self, record: Evidence, number: int) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The tree writer: a ``TreeReader`` that also writes objects, records, markers and the pointer.
 
 Every file goes through ``builder.disk.durable`` (temporary file in ``staging/``, fsync, rename,
-fsync of the folder), and the pointer is switched last, by an atomic rename.
+fsync of the folder), and the pointer is switched last, by an atomic rename. The pointer names
+the registry the published record was rendered from (``registry_id``).
 """
 
 from __future__ import annotations
@@ -25,8 +26,22 @@ class TreeWriter(TreeReader):
         super().__init__(site, cache_size)
         self.staging = layout.staging_dir(site)
         self.objects = BlobStore(site / layout.OBJECTS, staging=self.staging)
-        self.log = RevisionLogWriter(site / layout.REVISIONS)
         self._written: dict[int, tuple[str, dict[int, str]]] = {}  # (SHA-256, links) by revision
+
+    def forget(self) -> None:
+        super().forget()
+        self.log = RevisionLogWriter(self.site / layout.REVISIONS)
+
+    def owner(self) -> tuple[bool, str | None]:
+        """(whether the site holds a tree, the id of the registry it was rendered from). The
+        pointer names it; before the first publish, the first record a killed build wrote does.
+        A tree built before registry ids names none (None)."""
+        pointer = self.pointer()
+        if pointer is not None:
+            return True, pointer.get("registry_id")
+        if self.has_root(1):
+            return True, RevisionRecord.decode(self.record_bytes(1)).registry_id
+        return False, None
 
     def put_json(self, value: Any) -> str:
         return self.objects.put(orjson.dumps(value))
@@ -59,18 +74,20 @@ class TreeWriter(TreeReader):
     def publish(self, revision: int, invalidated_tags: list[str]) -> None:
         """Switch the pointer to ``revision``: new file, atomic rename, fsync of the folder."""
         data = self.record_bytes(revision)
-        root = RevisionRecord.decode(data).root
         if invalidated_tags:
             write_once(
                 self.site / layout.INVALIDATIONS / f"{revision}.json",
                 orjson.dumps({"revision": revision, "cache_tags": invalidated_tags}),
                 staging=self.staging,
             )
+        record = RevisionRecord.decode(data)
         pointer = {
             "revision": revision,
-            "ts_commit": root.ts_commit,
+            "ts_commit": record.root.ts_commit,
             "root_sha256": hashlib.sha256(data).hexdigest(),
         }
+        if record.registry_id is not None:
+            pointer["registry_id"] = record.registry_id
         replace_durably(self.site / layout.POINTER, orjson.dumps(pointer), staging=self.staging)
 
     def detail_changed(self, observation_id: str, revision: int, prefix: bytes) -> bool:

@@ -27,6 +27,7 @@ from builder.registry.records import (
     Cotejo,
     Event,
     Evidence,
+    Execution,
     Observation,
     Revision,
     Table,
@@ -131,6 +132,13 @@ class Registry:
 
     # -- reading -------------------------------------------------------------------------
 
+    def registry_id(self) -> str | None:
+        """The registry's stable id: the chained hash of its first revision (``sha256:<hex>``),
+        fixed once that revision is written, distinct for every registry (it covers the first
+        revision's random ids); None while the registry has no revision."""
+        row = self.conn.execute("SELECT hash FROM revisions WHERE revision = 1").fetchone()
+        return None if row is None else str(row[0])
+
     def head(self) -> Revision | None:
         row = self.conn.execute("SELECT * FROM revisions ORDER BY revision DESC LIMIT 1").fetchone()
         return None if row is None else _revision(row)
@@ -200,6 +208,27 @@ class Registry:
         """Events of ``revision`` tied to no observation (failed captures), in order."""
         return self._many(
             Event, "revision = ? AND observacion_id IS NULL ORDER BY seq", (revision,)
+        )
+
+    # -- a revision as the alert store follows it ------------------------------------------
+
+    def executions_of_revision(self, revision: int) -> list[Execution]:
+        """The executions ``revision`` recorded (a run writes one)."""
+        return self._many(Execution, "revision = ? ORDER BY started_at, id", (revision,))
+
+    def events_of_revision_of_types(self, revision: int, types: Sequence[str]) -> list[Event]:
+        """Events of ``revision`` whose ``tipo`` is one of ``types``, in order."""
+        marks = ", ".join("?" for _ in types)
+        return self._many(
+            Event, f"revision = ? AND tipo IN ({marks}) ORDER BY seq", (revision, *types)
+        )
+
+    def cotejos_of_revision(self, revision: int, resultado: str | None = None) -> list[Cotejo]:
+        """Cotejos ``revision`` wrote, in order; only those of ``resultado`` when given."""
+        if resultado is None:
+            return self._many(Cotejo, "revision = ? ORDER BY seq", (revision,))
+        return self._many(
+            Cotejo, "revision = ? AND resultado = ? ORDER BY seq", (revision, resultado)
         )
 
     # -- as of a revision (what the builder renders) -------------------------------------

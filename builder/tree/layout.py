@@ -1,6 +1,8 @@
 """The static tree's layout (``FXEV_SITE``): every path a reader or writer uses, named once.
 
-PUBLISHED                          {"revision", "ts_commit", "root_sha256", ...}: the pointer
+PUBLISHED                          {"revision", "ts_commit", "root_sha256", "registry_id"}:
+                                   the pointer; ``registry_id`` names the registry the tree
+                                   was rendered from (every revision record names it too)
 revisions/<K>.pack, <K>.idx        revision records (``revision``), append-only packs of 1,024
                                    revisions and their index (``revlog``)
 objects/sha256/<ab>/<hex>          content-addressed: item chunks, tree nodes, lists, maps,
@@ -13,6 +15,10 @@ invalidations/<N>.json             Cache-Tag values the build that published N i
                                    (only when there are some)
 explorer/                          the HTML explorer's pages
 build.lock, staging/               the build's lock and its temporary files
+
+Beside the site, ``.<site name>.rebuild`` is where ``fxev build --rebuild`` renders a fresh tree
+before exchanging it with the site's (``builder.publish.swap``); it holds the old tree until
+that is removed.
 """
 
 from __future__ import annotations
@@ -33,3 +39,8 @@ STAGING = "staging"
 
 def staging_dir(site: Path) -> Path:
     return site / STAGING
+
+
+def rebuild_dir(site: Path) -> Path:
+    """The sibling folder a rebuild renders into (``site`` absolute and resolved)."""
+    return site.parent / f".{site.name}.rebuild"

@@ -4,6 +4,10 @@ Readers verify every read against a recorded hash and refuse a tree that does no
 (``TreeCorruptError``): objects against their name, the published record against the pointer,
 every earlier record through the links of later ones, details against their marker. Decoded
 immutable values are cached.
+
+A tree belongs to one registry, whose id the pointer names (``registry_id``). When the pointer
+names another registry than the one last seen (``fxev build --rebuild`` swapped a fresh tree
+in), what the reader held of the old tree (records, hashes, index bytes) is forgotten.
 """
 
 from __future__ import annotations
@@ -71,8 +75,14 @@ class TreeReader:
     def __init__(self, site: Path, cache_size: int = 4096) -> None:
         self.site = site
         self._objects_prefix = str(site / layout.OBJECTS / layout.OBJECT_HASH) + os.sep
-        self.log = RevisionLog(site / layout.REVISIONS)
-        self._cache = _Lru(cache_size)
+        self._cache_size = cache_size
+        self._registry_id: str | None = None  # the registry the pointer named when last read
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop everything read from the tree: it was replaced by another one."""
+        self.log = RevisionLog(self.site / layout.REVISIONS)
+        self._cache = _Lru(self._cache_size)
         self._trusted: dict[int, str] = {}  # revision -> verified SHA-256 of its record
         self._anchor = 0  # the newest published revision seen in the pointer
         self._followed: set[int] = set()  # revisions whose links are in ``_trusted``
@@ -180,10 +190,17 @@ class TreeReader:
         return self.record(revision).root
 
     def pointer(self) -> dict[str, Any] | None:
+        """The ``PUBLISHED`` pointer, or None before the first build. A pointer naming another
+        registry than the last one read means another tree: the reader forgets the old one."""
         try:
-            return orjson.loads((self.site / layout.POINTER).read_bytes())
+            pointer = orjson.loads((self.site / layout.POINTER).read_bytes())
         except FileNotFoundError:
             return None
+        registry_id = pointer.get("registry_id")
+        if registry_id != self._registry_id:
+            self.forget()
+            self._registry_id = registry_id
+        return pointer
 
     def published_revision(self) -> int | None:
         pointer = self.pointer()

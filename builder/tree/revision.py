@@ -5,8 +5,9 @@ tree, of the supersession map, of the annotations and of the coverage.
 
 ``RevisionRecord`` is what ``fxev build`` writes for one revision, once: the root, the SHA-256 of
 earlier records (``links``), the metadata of the evidence and the observation details that the
-revision changed. Small records live together so that a revision costs one record appended to a
-pack rather than a few files of one disk block each.
+revision changed, and the id of the registry it was rendered from (``registry_id``: a tree
+belongs to one registry, see ``docs/operating/tree.md``). Small records live together so that a
+revision costs one record appended to a pack rather than a few files of one disk block each.
 
 **Links.** Record N holds the SHA-256 of record N - 1 and of the last record before N whose
 number is a multiple of 4**k, for every k >= 1 (``link_targets``). The ``PUBLISHED`` pointer holds
@@ -102,6 +103,7 @@ class RevisionRecord:
     links: dict[int, str]  # earlier revision -> SHA-256 (hex) of its record
     evidence: dict[str, dict[str, Any]]  # evidence id -> metadata
     details: dict[str, bytes]  # observation id -> detail prefix
+    registry_id: str | None = None  # the registry's id; None only in trees built before ids
 
     @property
     def revision(self) -> int:
@@ -120,6 +122,8 @@ class RevisionRecord:
             "evidence": self.evidence,
             "details": offsets,
         }
+        if self.registry_id is not None:
+            header["registry_id"] = self.registry_id
         body = b"".join(self.details[i] for i in sorted(self.details))
         return orjson.dumps(header, option=orjson.OPT_SORT_KEYS) + b"\n" + body
 
@@ -133,4 +137,5 @@ class RevisionRecord:
             links={int(r): h for r, h in header["links_sha256"].items()},
             evidence=header["evidence"],
             details={i: body[a:b] for i, (a, b) in header["details"].items()},
+            registry_id=header.get("registry_id"),
         )

@@ -1,5 +1,7 @@
 """The response headers the OpenAPI document describes: shared ones under
-``components/headers``, and the sets each kind of answer carries."""
+``components/headers``, and the sets each kind of answer carries. Every answer also carries
+``EVERY_ANSWER`` and, when it has a body, ``WITH_BODY`` (docs/decisions.md#http-basics,
+docs/decisions.md#cors); ``gateway.openapi.responses`` adds them."""
 
 from __future__ import annotations
 
@@ -7,10 +9,18 @@ from typing import Any
 
 from builder.core.vocabulary import CDN_IMMUTABLE, IMMUTABLE, NO_STORE
 from gateway.openapi.json_schema import SHA256, TIMESTAMP, Schema
+from gateway.sending import CORS_EXPOSE
 
 # The document's own: public and changing only with a deployment, so caches keep it but
 # revalidate with the ETag.
 CACHE_CONTROL = "no-cache"
+# RFC 9110's IMF-fixdate, and RFC 9530's SHA-256 digest (32 bytes in base64).
+HTTP_DATE = (
+    "^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} "
+    "(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$"
+)
+REPR_DIGEST = "^sha-256=:[A-Za-z0-9+/]{43}=:$"
+BEARER_CHALLENGES = ["Bearer", 'Bearer error="invalid_token"']
 
 
 def header(description: str, schema: Schema, required: bool = True) -> dict[str, Any]:
@@ -43,9 +53,47 @@ HEADERS: dict[str, dict[str, Any]] = {
         "Whole seconds until a request would pass, rounded up, at least 1.",
         {"type": "integer", "minimum": 1},
     ),
-    "WWW-Authenticate": header("The bearer scheme.", {"type": "string", "const": "Bearer"}),
+    "WWW-Authenticate": header(
+        'The bearer scheme: Bearer when no token was presented, Bearer error="invalid_token" '
+        "when the token presented is unknown, revoked or expired (RFC 6750).",
+        {"type": "string", "enum": BEARER_CHALLENGES},
+    ),
     "Allow": header("The methods every path answers.", {"type": "string", "const": "GET, HEAD"}),
+    "Date": header(
+        "When the response was sent (RFC 9110), on every response.",
+        {"type": "string", "pattern": HTTP_DATE},
+    ),
+    "Repr-Digest": header(
+        "On every response with a body (not HEAD, not 304): sha-256=:<base64 of the SHA-256 of "
+        "the body bytes>: of the identity-coded body (RFC 9530). The same SHA-256 the request "
+        "ledger records for this answer, which fxev requests show prints in hex. Hash the "
+        "body you received (decompressed, if an edge compressed it) to compare.",
+        {"type": "string", "pattern": REPR_DIGEST},
+    ),
+    "Access-Control-Allow-Origin": header(
+        "Only when the service allows browser origins (FXEV_CORS_ORIGINS) and the request's "
+        "Origin is one of them: that origin.",
+        {"type": "string"},
+        required=False,
+    ),
+    "Access-Control-Expose-Headers": header(
+        "With Access-Control-Allow-Origin: the headers a script of that origin may read.",
+        {"type": "string", "const": CORS_EXPOSE},
+        required=False,
+    ),
+    "Vary": header(
+        "Origin, on every answer when the service allows browser origins: the CORS headers "
+        "depend on it.",
+        {"type": "string", "const": "Origin"},
+        required=False,
+    ),
 }
+
+EVERY_ANSWER: dict[str, dict[str, str]] = {
+    name: header_ref(name)
+    for name in ("Date", "Access-Control-Allow-Origin", "Access-Control-Expose-Headers", "Vary")
+}
+WITH_BODY: dict[str, dict[str, str]] = {"Repr-Digest": header_ref("Repr-Digest")}
 
 RATES_HEADERS: dict[str, dict[str, Any]] = {
     "X-Request-Id": header_ref("X-Request-Id"),

@@ -14,6 +14,7 @@ from gateway.openapi.headers import (
     RATES_HEADERS,
 )
 from gateway.openapi.json_schema import Schema
+from gateway.openapi.links import with_links
 from gateway.openapi.parameters import param_ref, path_id
 from gateway.openapi.responses import (
     HEAD_SUFFIX,
@@ -22,6 +23,7 @@ from gateway.openapi.responses import (
     not_modified,
     ok,
     response_ref,
+    with_every_answers_headers,
     without_content,
 )
 
@@ -156,7 +158,8 @@ OPERATIONS: tuple[Operation, ...] = (
         "HealthLive",
         "Is the process up?",
         "Public, touches no store, never counts against a limit, never recorded in the ledger; "
-        "its query string is ignored.",
+        "its query string is ignored (400 and 408 are only for requests the gateway cannot "
+        "read or that come too slowly).",
         {"200": ok("Alive.", "Live")},
         public=True,
     ),
@@ -188,10 +191,12 @@ OPERATIONS: tuple[Operation, ...] = (
 
 
 def common_responses(operation: Operation) -> dict[str, Any]:
-    """The error answers every operation of its kind can give, beyond its own."""
+    """The error answers every operation of its kind can give, beyond its own. Any path, live
+    too, answers 400 to a request the gateway cannot read and 408 to one too slow to arrive
+    (docs/decisions.md#bad-requests)."""
+    responses = {"400": response_ref("InvalidParams"), "408": response_ref("RequestTimeout")}
     if operation.path == "/v1/health/live":
-        return {}
-    responses = {"400": response_ref("InvalidParams")}
+        return responses
     if not operation.public:
         responses |= {
             "401": response_ref("Unauthorized"),
@@ -212,7 +217,11 @@ def without_body(responses: dict[str, Any]) -> dict[str, Any]:
 
 
 def operation_objects(operation: Operation) -> dict[str, Any]:
-    responses = dict(sorted((operation.responses | common_responses(operation)).items()))
+    own = {
+        status: response if "$ref" in response else with_every_answers_headers(response)
+        for status, response in operation.responses.items()
+    }
+    responses = dict(sorted((own | common_responses(operation)).items()))
     get: dict[str, Any] = {
         "operationId": f"get{operation.name}",
         "summary": operation.summary,
@@ -223,7 +232,7 @@ def operation_objects(operation: Operation) -> dict[str, Any]:
         get["parameters"] = list(operation.parameters)
     if operation.public:
         get["security"] = []
-    get["responses"] = responses
+    get["responses"] = with_links(operation.path, responses)
     head = {
         **get,
         "operationId": f"head{operation.name}",

@@ -1,11 +1,14 @@
 """The responses of the OpenAPI document: shared error answers (``components/responses``, each
-with a HEAD twin without content) and the constructors of each operation's own."""
+with a HEAD twin without content) and the constructors of each operation's own.
+
+Every response lists ``Date`` and the CORS headers, and one with content ``Repr-Digest``
+(:func:`with_every_answers_headers`); a HEAD twin has neither content nor ``Repr-Digest``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gateway.openapi.headers import NO_STORE_HEADERS, header_ref
+from gateway.openapi.headers import EVERY_ANSWER, NO_STORE_HEADERS, WITH_BODY, header_ref
 from gateway.openapi.json_schema import Schema, ref
 
 
@@ -36,10 +39,20 @@ def response_ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/responses/{name}"}
 
 
+def with_every_answers_headers(response: dict[str, Any]) -> dict[str, Any]:
+    """``response`` with the headers every answer carries, and ``Repr-Digest`` if it has content."""
+    headers = response.get("headers", {}) | EVERY_ANSWER
+    if "content" in response:
+        headers |= WITH_BODY
+    return {**response, "headers": headers}
+
+
 RESPONSES: dict[str, Any] = {
     "InvalidParams": error_response(
         "INVALID_PARAMS: a parameter missing, empty, malformed, unknown or repeated, or a range "
-        "rule broken.",
+        "rule broken; or a request the gateway cannot read or that exceeds its limits (request "
+        "line and headers over 8 KB, a bare LF line end, a NUL or invalid UTF-8 in the path or "
+        "query).",
         ("INVALID_PARAMS",),
     ),
     "Unauthorized": {
@@ -48,7 +61,11 @@ RESPONSES: dict[str, Any] = {
         "content": json_content(error_schema(("UNAUTHORIZED",), False)),
     },
     "MethodNotAllowed": {
-        "description": "METHOD_NOT_ALLOWED: any method but GET and HEAD, on any path.",
+        "description": "METHOD_NOT_ALLOWED: any method but GET and HEAD, on any path. When the "
+        "service allows browser origins (FXEV_CORS_ORIGINS), a CORS preflight from one of them "
+        "(OPTIONS with Origin and Access-Control-Request-Method) is answered 204 instead, "
+        "without a token: Access-Control-Allow-Methods: GET, HEAD, Access-Control-Allow-Headers: "
+        "Authorization, If-None-Match, Access-Control-Max-Age: 600.",
         "headers": NO_STORE_HEADERS | {"Allow": header_ref("Allow")},
         "content": json_content(error_schema(("METHOD_NOT_ALLOWED",), False)),
     },
@@ -58,6 +75,12 @@ RESPONSES: dict[str, Any] = {
         "headers": NO_STORE_HEADERS | {"Retry-After": header_ref("Retry-After")},
         "content": json_content(error_schema(("RATE_LIMITED",), True)),
     },
+    "RequestTimeout": error_response(
+        "REQUEST_TIMEOUT: the request line and headers did not arrive within the request "
+        "timeout; send it again.",
+        ("REQUEST_TIMEOUT",),
+        True,
+    ),
     "PathValidation": {
         "description": "A path id that is not a UUID (checked after the token and the limit).",
         "headers": NO_STORE_HEADERS,
@@ -67,11 +90,13 @@ RESPONSES: dict[str, Any] = {
         "INTERNAL: an unexpected error; the message never carries detail.", ("INTERNAL",), True
     ),
     "Unavailable": error_response(
-        "INTERNAL: no revision published yet, or the request ledger cannot be written.",
+        "INTERNAL: no revision published yet, the request ledger cannot be written, or the "
+        "answer was not ready within the response timeout.",
         ("INTERNAL",),
         True,
     ),
 }
+RESPONSES = {name: with_every_answers_headers(response) for name, response in RESPONSES.items()}
 
 
 def not_found(codes: tuple[str, ...], when: str) -> dict[str, Any]:
@@ -91,7 +116,11 @@ def not_modified(description: str, headers: dict[str, Any]) -> dict[str, Any]:
 
 
 def without_content(response: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in response.items() if key != "content"}
+    """The HEAD twin of ``response``: no content, so no ``Repr-Digest`` either."""
+    bare = {key: value for key, value in response.items() if key != "content"}
+    if "headers" in bare:
+        bare["headers"] = {name: h for name, h in bare["headers"].items() if name not in WITH_BODY}
+    return bare
 
 
 HEAD_SUFFIX = "Head"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from builder.core.vocabulary import CURRENCIES, LIMA, SCHEMA_VERSION, SERIES
 from builder.ops.alerts import ALERT_TYPES
+from gateway.openapi.detalles import ALERT_DETALLE, EVENT_DETALLE, MOTIVO, by_tipo
 from gateway.openapi.json_schema import (
-    SHA256,
     Schema,
     array,
     date,
@@ -35,6 +35,7 @@ ERROR_CODES = (
     "NO_OBSERVATIONS",
     "NOT_FOUND",
     "METHOD_NOT_ALLOWED",
+    "REQUEST_TIMEOUT",
     "RATE_LIMITED",
     "INTERNAL",
 )
@@ -138,51 +139,22 @@ OBSERVACION: dict[str, Schema] = {
 EVENTO: Schema = obj(
     {
         "id": uuid(),
-        "tipo": text("Event type: capturada, recaptura_identica, correccion, supersedida, ..."),
+        "tipo": text(
+            "Event type: capturada, recaptura_identica, correccion, supersedida, "
+            "plausibilidad_baja or importada; a client ignores a type it does not know."
+        ),
         "ts": timestamp(),
         "revision": integer(minimum=1),
         "ejecucion_id": uuid(),
         "evidencia_id": nullable(uuid()),
-        "detalle": {"type": "object", "description": "Contents depend on tipo."},
+        "detalle": {
+            "type": "object",
+            "description": "Contents depend on tipo: DetalleEvento_<tipo>.",
+        },
     },
     "A recorded fact about an observation, with its own revision.",
 )
-# detalle per event type (those docs/decisions.md fixes); other types stay open.
-EVENT_DETALLE: dict[str, Schema] = {
-    "capturada": obj(
-        {
-            "compra": value("Canonical buy value captured."),
-            "venta": value("Canonical sell value captured."),
-            "sha256": text("SHA-256 of the captured bytes.", pattern=SHA256),
-        }
-    ),
-    "recaptura_identica": obj(
-        {"sha256": text("SHA-256 of the new capture's bytes.", pattern=SHA256)}
-    ),
-    "correccion": obj(
-        {
-            "supersede": uuid("The observation this one corrects."),
-            "anterior": obj({"compra": value("Previous buy."), "venta": value("Previous sell.")}),
-        },
-        optional=("anterior",),
-    ),
-    "supersedida": obj({"superseded_por": uuid("The direct successor.")}),
-    "importada": obj(
-        {
-            "actor": text(),
-            "justificacion": text("Where the imported values came from."),
-            "linea": text("The CSV line."),
-            "sha256": text("SHA-256 of the CSV file.", pattern=SHA256),
-        }
-    ),
-}
-EVENTO["allOf"] = [
-    {
-        "if": {"properties": {"tipo": {"const": tipo}}},
-        "then": {"properties": {"detalle": ref(f"DetalleEvento_{tipo}")}},
-    }
-    for tipo in EVENT_DETALLE
-]
+EVENTO["allOf"] = by_tipo(EVENT_DETALLE, "DetalleEvento_")
 
 ALERT: Schema = obj(
     {
@@ -195,7 +167,10 @@ ALERT: Schema = obj(
         "contador": integer("How many times the condition occurred while open.", minimum=1),
         "primera_vez": timestamp(),
         "ultima_vez": timestamp("Last occurrence."),
-        "detalle": {"type": "object", "description": "Contents depend on tipo."},
+        "detalle": {
+            "type": "object",
+            "description": "Contents depend on tipo: DetalleAlerta_<tipo>.",
+        },
         "reconocida_por": nullable(text()),
         "reconocida_en": nullable(timestamp()),
         "resuelta_por": nullable(text("An operator, or sistema.")),
@@ -204,24 +179,7 @@ ALERT: Schema = obj(
     "An operational incident. The same condition does not open a duplicate: it updates contador "
     "and ultima_vez.",
 )
-ALERT_DETALLE: dict[str, Schema] = {
-    "fuente_no_disponible": obj(
-        {
-            "ejecucion_id": uuid(),
-            "evidencia_id": uuid("What arrived (zero bytes when nothing did)."),
-            "fecha_esperada": array(date(), "The dates the failed run expected."),
-            "mensaje": text(),
-            "revision": integer("Revision recording the failure.", minimum=1),
-        }
-    ),
-}
-ALERT["allOf"] = [
-    {
-        "if": {"properties": {"tipo": {"const": tipo}}},
-        "then": {"properties": {"detalle": ref(f"DetalleAlerta_{tipo}")}},
-    }
-    for tipo in ALERT_DETALLE
-]
+ALERT["allOf"] = by_tipo(ALERT_DETALLE, "DetalleAlerta_")
 
 ANNOTATION: Schema = obj(
     {
@@ -286,6 +244,7 @@ SCHEMAS: dict[str, Schema] = {
     "Observacion": obj(OBSERVACION, "The full, immutable record of an observation."),
     "Evento": EVENTO,
     **{f"DetalleEvento_{tipo}": schema for tipo, schema in EVENT_DETALLE.items()},
+    "MotivoPlausibilidad": MOTIVO,
     "Annotation": ANNOTATION,
     "Alert": ALERT,
     **{f"DetalleAlerta_{tipo}": schema for tipo, schema in ALERT_DETALLE.items()},

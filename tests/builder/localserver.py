@@ -5,6 +5,8 @@
         server.set(status=503, body=b"down")
         server.requests                 # how many requests were answered so far
         server.wait_for_request(1)      # block (bounded) until the first request arrived
+        server.set(drip_s=0.5)          # send the body one byte every 0.5 s (a slow source)
+        server.set(drip_s=0.5, drip_headers=True)   # the status line and headers too
 
 It runs ``http.server.ThreadingHTTPServer`` in a background thread; ``close()`` (or leaving the
 ``with`` block) stops the loop, closes the socket and joins the thread, so nothing leaks.
@@ -18,6 +20,7 @@ import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
+from typing import BinaryIO
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -25,6 +28,8 @@ class Response:
     body: bytes = b""
     status: int = 200
     headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/plain"),)
+    drip_s: float = 0.0  # > 0: one byte at a time, this long apart
+    drip_headers: bool = False  # drip the status line and headers too, not only the body
 
 
 class _Server(ThreadingHTTPServer):
@@ -52,6 +57,7 @@ class LocalServer:
         self._response = Response()
         self._requests = 0
         self._path = path
+        self._stopping = threading.Event()
         self.set(body=body, status=status, headers=headers)
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(
@@ -83,6 +89,8 @@ class LocalServer:
         body: bytes | None = None,
         status: int | None = None,
         headers: Mapping[str, str] | None = None,
+        drip_s: float | None = None,
+        drip_headers: bool | None = None,
     ) -> None:
         """Change what the next requests get; arguments left out keep their current value."""
         with self._lock:
@@ -91,6 +99,8 @@ class LocalServer:
                 body=current.body if body is None else body,
                 status=current.status if status is None else status,
                 headers=current.headers if headers is None else tuple(headers.items()),
+                drip_s=current.drip_s if drip_s is None else drip_s,
+                drip_headers=current.drip_headers if drip_headers is None else drip_headers,
             )
 
     def wait_for_request(self, count: int, timeout: float = 30.0) -> bool:
@@ -102,6 +112,7 @@ class LocalServer:
         if self._closed:
             return
         self._closed = True
+        self._stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=10)
@@ -118,6 +129,17 @@ class LocalServer:
         self.close()
 
     # -- the handler -----------------------------------------------------------------------
+
+    def _send(self, wfile: BinaryIO, data: bytes, drip_s: float) -> None:
+        """Write ``data``: at once, or one byte every ``drip_s`` seconds until closed."""
+        if drip_s <= 0:
+            wfile.write(data)
+            return
+        for n in range(len(data)):
+            wfile.write(data[n : n + 1])
+            wfile.flush()
+            if self._stopping.wait(drip_s):
+                return
 
     def _current(self) -> Response:
         with self._arrived:
@@ -142,9 +164,14 @@ class LocalServer:
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(response.body)))
                 self.send_header("Connection", "close")
-                self.end_headers()
+                if response.drip_headers:
+                    head = b"".join(getattr(self, "_headers_buffer", [])) + b"\r\n"
+                    self._headers_buffer = []
+                    server._send(self.wfile, head, response.drip_s)
+                else:
+                    self.end_headers()
                 if with_body:
-                    self.wfile.write(response.body)
+                    server._send(self.wfile, response.body, response.drip_s)
 
             def do_GET(self) -> None:
                 self._answer(with_body=True)

@@ -269,23 +269,27 @@ def test_before_the_first_build_live_still_answers(unbuilt_gateway: Gateway) -> 
 # -- authentication ---------------------------------------------------------------------------
 
 
+INVALID_TOKEN = 'Bearer error="invalid_token"'
+
+
 @pytest.mark.parametrize(
-    "headers",
+    ("headers", "challenge"),
     [
-        {},
-        {"Authorization": "Bearer"},
-        {"Authorization": "Bearer fxev_0123456789abcdef_nope"},
-        {"Authorization": "Bearer not-even-shaped"},
-        {"Authorization": "Basic dXNlcjpwYXNz"},
+        ({}, "Bearer"),
+        ({"Authorization": "Bearer"}, "Bearer"),
+        ({"Authorization": "Bearer fxev_0123456789abcdef_nope"}, INVALID_TOKEN),
+        ({"Authorization": "Bearer not-even-shaped"}, INVALID_TOKEN),
+        ({"Authorization": "Basic dXNlcjpwYXNz"}, "Bearer"),
     ],
 )
 @pytest.mark.parametrize("path", ["/v1/health/ready", "/v1/coverage", SEPT])
 def test_missing_or_invalid_token_gets_401_with_www_authenticate(
-    gateway: Gateway, headers: dict[str, str], path: str
+    gateway: Gateway, headers: dict[str, str], challenge: str, path: str
 ) -> None:
+    """docs/decisions.md#http-basics: a token presented and refused is ``invalid_token``."""
     resp = requests.get(gateway.url(path), headers=headers, timeout=10)
     assert_api_error(resp, 401, "UNAUTHORIZED")
-    assert resp.headers["WWW-Authenticate"] == "Bearer"
+    assert resp.headers["WWW-Authenticate"] == challenge
 
 
 def test_auth_is_checked_before_parameters(gateway: Gateway) -> None:
@@ -300,7 +304,7 @@ def test_revoked_token_gets_401_on_next_request(gateway: Gateway) -> None:
     for _ in range(4):
         resp = gateway.get("/v1/coverage", token=token)
         assert_api_error(resp, 401, "UNAUTHORIZED")
-        assert resp.headers["WWW-Authenticate"] == "Bearer"
+        assert resp.headers["WWW-Authenticate"] == INVALID_TOKEN
     assert gateway.get("/v1/coverage").status_code == 200
 
 

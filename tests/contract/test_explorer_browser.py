@@ -57,6 +57,17 @@ def text(driver: webdriver.Chrome, css: str) -> str:
     return driver.find_element(By.CSS_SELECTOR, css).text
 
 
+def innermost(driver: webdriver.Chrome, css: str, needle: str) -> WebElement:
+    """The deepest element under ``css`` whose text holds ``needle``."""
+    holders = [
+        element
+        for element in driver.find_elements(By.CSS_SELECTOR, f"{css} *")
+        if needle in element.text
+    ]
+    assert holders, f"{needle!r} is not under {css}"
+    return holders[-1]  # document order: the last one holding it is the deepest
+
+
 def follow(driver: webdriver.Chrome, element: WebElement) -> None:
     """Click a link or submit button and wait for the next page: a click returns once it is
     dispatched, and the old page may still be the current one for a while."""
@@ -123,6 +134,10 @@ def test_a_person_signs_in_reads_every_page_verifies_evidence_and_signs_out(
     assert "2026-09-21" in latest and "3.356" in latest and "3.364" in latest
     assert "al_dia" in text(driver, "#frescura")
     assert "fuente_no_disponible" in text(driver, "#alertas")
+    # The alert's detalle is readable: the element holding its message is wide, not a column a
+    # few characters across.
+    detail = innermost(driver, "#alertas", "HTTP 503 Service Unavailable")
+    assert detail.size["width"] >= 300, (detail.tag_name, detail.size)
     assert "2021-01-01" in text(driver, "#cobertura")
     shot(driver, "03-home")
     assert_links_resolve(driver, gateway, session)

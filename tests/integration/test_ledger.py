@@ -14,7 +14,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable, find_entries, read_entries
+from gateway.ledger import (
+    Ledger,
+    LedgerEntry,
+    LedgerUnavailable,
+    find_entries,
+    read_entries,
+    shown,
+)
 from gateway.ledger_writer import LedgerFile
 
 
@@ -224,3 +231,121 @@ def test_the_writer_outlives_a_ctrl_c_to_the_process_group(tmp_path: Path) -> No
 
     asyncio.run(run())
     assert [e["x_request_id"] for e in read_entries(tmp_path / "ledger")] == ids(1, 2)
+
+
+# -- failed batches: voided, superseded (docs/operating/ledger.md#failed) -------------------------
+
+
+def test_void_zeros_only_the_last_lines_that_are_among_the_failed(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    file = LedgerFile(path)
+    file.write(lines(1, 2))
+    file.write(lines(3, 4))
+    file.void(lines(3, 4, 5) + lines(1))  # 1 is not at the end: kept, as 2 after it
+    file.write(lines(6))
+    file.void(lines(3))  # no longer there: nothing to do
+    file.close()
+    assert path.read_bytes() == lines(1, 2, 6)
+
+
+def test_void_clears_the_complete_lines_of_a_batch_cut_by_a_kill(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    batch = lines(2, 3, 4)
+    torn = batch[: len(lines(2, 3)) + 20]  # the writer was killed in the middle of line 4
+    path.write_bytes(lines(1) + torn + bytes(300))
+    file = LedgerFile(path)
+    file.void(batch)
+    file.write(lines(5))
+    file.close()
+    assert path.read_bytes() == lines(1, 5)
+
+
+def reached_the_disk(ledger: Ledger, data: bytes) -> None:
+    """Write ``data`` after the last line of the ledger's file, as its writer would have."""
+    with ledger.path.open("r+b") as handle:
+        content = handle.read()
+        handle.seek(content.rstrip(b"\0").rfind(b"\n") + 1)
+        handle.write(data)
+
+
+def test_a_batch_written_by_a_writer_killed_before_it_answered_is_voided_by_the_next(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "ledger"
+    ledger = Ledger(folder, "w.jsonl")
+    superseding = dataclasses.replace(entry(2), status=503, sha256="0" * 64)
+
+    async def run() -> BaseException | None:
+        await ledger.append(entry(1))
+        assert ledger._writer is not None
+        os.kill(ledger._writer.pid, signal.SIGSTOP)
+        second = ledger.append(entry(2))
+        await asyncio.sleep(0.1)  # handed over: in the pipe, not read
+        reached_the_disk(ledger, entry(2).line())  # as if written, then the writer killed
+        os.kill(ledger._writer.pid, signal.SIGKILL)
+        try:
+            await second
+        except LedgerUnavailable as error:
+            failure: BaseException | None = error
+        else:
+            failure = None
+        assert ids(1, 2) == [e["x_request_id"] for e in read_entries(folder)]
+        await asyncio.gather(ledger.append(superseding, supersedes=True), ledger.append(entry(3)))
+        ledger.close()
+        return failure
+
+    assert isinstance(asyncio.run(run()), LedgerUnavailable)
+    on_disk = list(read_entries(folder))
+    assert [(e["x_request_id"], e["status"]) for e in on_disk] == [
+        (ids(1)[0], 200),
+        (ids(2)[0], 503),
+        (ids(3)[0], 200),
+    ]  # the 200 of request 2 is gone: voided before anything else was written
+    assert on_disk[1]["supersedes"] is True
+    assert "supersedes" not in on_disk[0]
+
+
+def test_a_closing_ledger_voids_the_batch_still_in_flight(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    ledger = Ledger(folder, "w.jsonl")
+
+    async def run() -> list[BaseException | None]:
+        await ledger.append(entry(1))
+        waiting = ledger.append(entry(2))
+        await asyncio.sleep(0)  # handed over to the writer, its answer not yet read
+        assert ledger._in_flight
+        ledger.close()  # the writer writes it, then voids it: it never leaves
+        return await asyncio.gather(waiting, ledger.append(entry(3)), return_exceptions=True)
+
+    assert all(isinstance(result, LedgerUnavailable) for result in asyncio.run(run()))
+    assert (folder / "w.jsonl").read_bytes() == lines(1)
+
+
+def test_a_batch_that_could_not_be_written_at_all_is_not_kept_to_be_voided(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "ledger"
+    folder.write_bytes(b"a file where the folder should be")
+    ledger = Ledger(folder, "w.jsonl")
+
+    async def run() -> None:
+        for n in range(3):
+            with pytest.raises(LedgerUnavailable):
+                await ledger.append(entry(n))
+        assert ledger._void == b""  # "-": none of its lines reached the disk
+        ledger.close()
+
+    asyncio.run(run())
+
+
+def test_a_superseding_entry_hides_the_earlier_entries_of_its_request(tmp_path: Path) -> None:
+    folder = tmp_path / "ledger"
+    folder.mkdir()
+    as_of = str(uuid.uuid5(uuid.NAMESPACE_URL, "as-of"))
+    superseding = dataclasses.replace(entry(2), status=503)
+    (folder / "rotated.jsonl").write_bytes(entry(1, as_of).line() + entry(2, as_of).line())
+    (folder / "w.jsonl").write_bytes(superseding.line()[:-2] + b',"supersedes":true}\n')
+    assert [e["x_request_id"] for e in find_entries(folder, as_of)] == ids(1)
+    (shown_2,) = find_entries(folder, ids(2)[0])
+    assert (shown_2["status"], shown_2["supersedes"]) == (503, True)
+    assert [e["status"] for e in shown(read_entries(folder))] == [200, 503]

@@ -383,6 +383,8 @@ def test_cli_list_and_revoke_print_json_without_the_secret(
 
 
 def test_cli_revoke_of_an_unknown_id_raises_token_error(home: Path) -> None:
+    with TokenStore.open(home):  # a store, without that id (no store at all: NotFound)
+        pass
     with pytest.raises(TokenError):
         run_cli(["token", "revoke", "0123456789abcdef"], home)
 

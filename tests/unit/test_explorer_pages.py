@@ -127,3 +127,33 @@ def test_a_page_is_served_with_the_policy_of_its_own_stylesheet() -> None:
     assert page_policy(home()) == pages.CONTENT_SECURITY_POLICY
     assert pages.style_source(b"body{color:red}") in page_policy(older)
     assert pages.STYLE_CSP not in page_policy(older)
+
+
+def test_an_alerts_detalle_is_a_full_width_list_of_its_fields() -> None:
+    evidence = "0b6f3c1e-0000-4000-8000-000000000003"
+    alert = {
+        "tipo": "discrepancia",
+        "estado": "abierta",
+        "contador": 1,
+        "primera_vez": "t",
+        "ultima_vez": "t",
+        "fuente": "taxauth_txt",
+        "fecha_serie": "2026-09-07",
+        "detalle": {
+            "revision": 6,
+            "evidencia_id": evidence,
+            "publicado": {"compra": "3.360", "venta": "3.372"},
+            "mensaje": "HTTP 503",
+        },
+    }
+    panel = pages.alerts_panel([alert, alert | {"detalle": {}}]).decode()
+    # One row of fields, then one row for the detalle across every column.
+    assert panel.count('<td colspan="7">') == 2 and "<th>detalle</th>" not in panel
+    fields = re.findall(r"<dt>(.*?)</dt>\n<dd>(.*?)</dd>", panel)
+    assert fields == [
+        ("evidencia_id", f'<a href="/evidencia/{evidence}">{evidence}</a> (evidencia)'),
+        ("mensaje", "HTTP 503"),
+        ("publicado", "{&#34;compra&#34;: &#34;3.360&#34;, &#34;venta&#34;: &#34;3.372&#34;}"),
+        ("revision", "6"),
+    ]
+    assert "Sin detalle." in panel

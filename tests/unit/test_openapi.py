@@ -9,14 +9,23 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
+from builder.capture.plausibility import plausibility_reasons
+from builder.ops.alerts import ALERT_TYPES
+from builder.ops.health import check_clock, check_disk
+from builder.registry.records import Observation
+from builder.sources.import_csv import parse_import_csv
 from gateway import app, errors, openapi, pagetoken, params
+from tests.contract.openapi_checks import closed
 
 SNAPSHOT = orjson.loads((Path(__file__).parents[1] / "fixtures" / "field_sets.json").read_bytes())
 DOC = openapi.DOCUMENT
@@ -287,3 +296,206 @@ def test_every_value_served_comes_with_its_observation_id_and_the_dataset_revisi
         values = values.get("items", values)
     assert {"compra", "venta"} <= required(values)
     assert required(values) & {"observacion_id", "id"}
+
+
+# -- every detalle the write side records conforms to the document ----------------------------
+
+STRICT = closed(DOC)
+SHA = "5cc9dc8e7078b36c7908f318e245d7f61dd2a73d2aab57d049fd1db66cf20e64"
+IDS = [f"0b6f3c1e-0000-4000-8000-00000000000{n}" for n in range(10)]
+NOW = datetime(2026, 9, 21, 20, tzinfo=UTC)
+
+
+def violations(name: str, instance: Any) -> list[str]:
+    """What the closed document's schema ``name`` refuses in ``instance`` (the validator of
+    JSON Schema 2020-12, which OpenAPI 3.1 uses)."""
+    validator = Draft202012Validator({**STRICT, "$ref": f"#/components/schemas/{name}"})
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validator.iter_errors(instance)
+    ]
+
+
+def motives() -> list[dict[str, Any]]:
+    """Every reason the plausibility rule gives, as it gives it."""
+    previous = Observation(
+        IDS[1], 3, "USD", "publicado", "2026-09-18", "3.356", "3.364", "3.356", "3.364",
+        "taxauth_txt", "GET x", "x", "taxauth_txt-1.0", "2026-09-18T20:00:00.000000Z",
+        IDS[2], IDS[3], None,
+    )  # fmt: skip
+    found = plausibility_reasons(
+        date(2026, 9, 22), "3.900", "3.800", previous, date(2026, 9, 21), Decimal("3")
+    )
+    assert {m["motivo"] for m in found} == {"movimiento", "compra_mayor_que_venta", "fecha_futura"}
+    return found
+
+
+def import_line() -> int:
+    csv = b"fecha_serie,compra,venta\n2026-09-18,3.360,3.370\n"
+    return parse_import_csv(csv, date(2026, 9, 21))[0].line
+
+
+# What builder/capture writes for each event type of an observation (record.py, importer.py).
+EVENT_DETAILS: dict[str, list[dict[str, Any]]] = {
+    "capturada": [{"compra": "3.356", "venta": "3.364", "sha256": SHA}],
+    "recaptura_identica": [{"sha256": SHA}],
+    "correccion": [
+        {"supersede": IDS[1], "anterior": {"compra": "3.354", "venta": "3.362"}},  # a capture
+        {"supersede": IDS[1]},  # an import correcting an import
+    ],
+    "supersedida": [{"superseded_por": IDS[1]}],
+    "plausibilidad_baja": [{"motivos": "MOTIVES"}],
+    "importada": [
+        {"actor": "fxev-demo", "justificacion": "SUNAT", "linea": "LINE", "sha256": SHA},
+    ],
+}
+
+
+def side(n: int) -> dict[str, str]:
+    return {
+        "observacion_id": IDS[n],
+        "fecha_serie": "2026-09-07",
+        "compra": "3.351",
+        "venta": "3.372",
+    }
+
+
+class Alerts:
+    """Stands in for the alert store: keeps the detalle ``builder.ops.health`` raises."""
+
+    def __init__(self) -> None:
+        self.raised: dict[str, dict[str, Any]] = {}
+
+    def raise_alert(self, tipo: str, now: datetime, **keywords: Any) -> None:
+        self.raised[tipo] = keywords["detalle"]
+
+
+def health_details() -> dict[str, dict[str, Any]]:
+    alerts = Alerts()
+    check_disk(alerts, Path("/srv/fxev"), 10**9, NOW, measure=lambda _: 12345)  # type: ignore[arg-type]
+    late = [("Date", "Mon, 21 Sep 2026 19:58:59 GMT")]
+    check_clock(alerts, "taxauth_txt", late, NOW, 30)  # type: ignore[arg-type]
+    return alerts.raised
+
+
+FAILURE = {
+    "mensaje": "HTTP 503 Service Unavailable",
+    "revision": 5,
+    "ejecucion_id": IDS[4],
+    "evidencia_id": IDS[5],
+    "fecha_esperada": ["2026-09-21"],
+}
+# What builder/capture/alerting.py raises for each alert type.
+ALERT_DETAILS: dict[str, list[dict[str, Any]]] = {
+    **{
+        tipo: [FAILURE, FAILURE | {"evidencia_id": None, "fecha_esperada": []}]
+        for tipo in ("fuente_no_disponible", "invariante_fallida", "cambio_formato", "tunel_caido")
+    },
+    "discrepancia": [{"revision": 6, "publicado": side(1), "cierre": side(2)}],
+    "plausibilidad_baja": [{"observacion_id": IDS[1], "revision": 4, "motivos": "MOTIVES"}],
+    "backfill_incompleto": [
+        {
+            "mensaje": "2 business days from 2026-09-01 to 2026-09-08 are neither ...",
+            "serie": serie,
+            "fechas": ["2026-09-02", "2026-09-03"],
+            "faltantes": ["2026-09-03"],
+            "desde": "2026-09-01",
+            "hasta": "2026-09-08",
+            "revision": 7,
+            "ejecucion_id": IDS[6],
+        }
+        for serie in ("cierre", None)
+    ],
+    "disco": ["HEALTH"],
+    "reloj_fuera_de_tolerancia": ["HEALTH"],
+}
+
+
+def filled(tipo: str, detail: Any) -> dict[str, Any]:
+    if detail == "HEALTH":
+        return health_details()[tipo]
+    if "motivos" in detail:
+        return detail | {"motivos": motives()}
+    if "linea" in detail:
+        return detail | {"linea": import_line()}
+    return detail
+
+
+def event(tipo: str, detalle: dict[str, Any]) -> dict[str, Any]:
+    stamp = "2026-09-21T20:00:00.000000Z"
+    return {"id": IDS[7], "tipo": tipo, "ts": stamp, "revision": 1, "ejecucion_id": IDS[8],
+            "evidencia_id": IDS[9], "detalle": detalle}  # fmt: skip
+
+
+def alert(tipo: str, detalle: dict[str, Any]) -> dict[str, Any]:
+    stamp = "2026-09-21T20:00:00.000000Z"
+    return {"id": IDS[7], "tipo": tipo, "estado": "abierta", "condicion": f"{tipo}|x",
+            "fuente": "taxauth_txt", "fecha_serie": None, "contador": 1, "primera_vez": stamp,
+            "ultima_vez": stamp, "detalle": detalle, "reconocida_por": None,
+            "reconocida_en": None, "resuelta_por": None, "resuelta_en": None}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tipo", "detail"), [(t, d) for t, ds in EVENT_DETAILS.items() for d in ds]
+)
+def test_every_event_detalle_the_write_side_records_conforms(tipo: str, detail: Any) -> None:
+    assert violations("Evento", event(tipo, filled(tipo, detail))) == []
+
+
+@pytest.mark.parametrize(
+    ("tipo", "detail"), [(t, d) for t, ds in ALERT_DETAILS.items() for d in ds]
+)
+def test_every_alert_detalle_the_write_side_records_conforms(tipo: str, detail: Any) -> None:
+    assert violations("Alert", alert(tipo, filled(tipo, detail))) == []
+
+
+def test_every_event_and_alert_type_has_its_detalle_schema() -> None:
+    schemas = DOC["components"]["schemas"]
+    assert {n.removeprefix("DetalleEvento_") for n in schemas if "Evento_" in n} == set(
+        EVENT_DETAILS
+    )
+    assert {n.removeprefix("DetalleAlerta_") for n in schemas if "Alerta_" in n} == set(ALERT_TYPES)
+    assert set(ALERT_DETAILS) == set(ALERT_TYPES)
+    # The schemas bind: a detalle of the wrong shape for its tipo is refused.
+    assert violations("Evento", event("importada", {"sha256": SHA}))
+    assert violations("Alert", alert("disco", {"ruta": 1}))
+    assert violations("MotivoPlausibilidad", {"motivo": "movimiento", "lado": "compra"})
+
+
+# -- links: from the ids an answer carries to the operations that take them ------------------
+
+
+def schema_at(schema: dict[str, Any], pointer: str) -> dict[str, Any]:
+    """The schema of the value a JSON pointer names in a body of ``schema``."""
+    for token in pointer.strip("/").split("/"):
+        schema = resolve(schema)
+        schema = schema["items"] if token.isdigit() else properties(schema)[token]
+    return resolve(schema)
+
+
+def test_links_lead_from_the_ids_of_an_answer_to_the_operations_that_take_them() -> None:
+    operations = {
+        operation["operationId"]: operation
+        for item in DOC["paths"].values()
+        for operation in item.values()
+    }
+    linked: dict[str, set[str]] = {}
+    for path, item in DOC["paths"].items():
+        for status, answer in item["get"]["responses"].items():
+            for name, link in resolve(answer).get("links", {}).items():
+                assert status == "200", (path, status, name)
+                target = operations[link["operationId"]]
+                path_ids = {p["name"] for p in target["parameters"] if p["in"] == "path"}
+                assert set(link["parameters"]) == path_ids, (path, name)
+                for expression in link["parameters"].values():
+                    assert expression.startswith("$response.body#/"), (path, name)
+                    field = schema_at(body_schema(path, status), expression.split("#", 1)[1])
+                    assert field.get("format") == "uuid", (path, name, field)
+                linked.setdefault(path, set()).add(link["operationId"])
+        for answer in item["head"]["responses"].values():  # no body to take an id from
+            assert "links" not in resolve(answer), path
+    assert linked == {
+        "/v1/rates": {"getObservation"},
+        "/v1/rates/latest": {"getObservation"},
+        "/v1/observations/{obs_id}": {"getObservation", "getEvidence"},
+    }

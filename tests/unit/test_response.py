@@ -1,16 +1,21 @@
-"""BytesResponse puts on the wire the header bytes Sanic's own response would."""
+"""BytesResponse puts on the wire the header bytes Sanic's own response would, and its Date."""
 
 from __future__ import annotations
+
+import email.utils
+import re
+import time
 
 import pytest
 from sanic.response import HTTPResponse
 
-from gateway.response import BytesResponse
+from gateway.response import BytesResponse, http_date
 
 
 def wire(cls: type[HTTPResponse], headers: dict[str, object], status: int = 200):
+    """The header bytes ``cls`` sends, but the ``Date`` only BytesResponse adds."""
     response = cls(b"{}", status=status, headers=headers, content_type="application/json")
-    return list(response.processed_headers)
+    return [(name, value) for name, value in response.processed_headers if name.lower() != b"date"]
 
 
 @pytest.mark.parametrize(
@@ -36,3 +41,15 @@ def test_a_line_break_or_nul_anywhere_is_stripped_as_sanic_strips_it(bad: str) -
 def test_a_304_gets_no_content_type() -> None:
     assert wire(BytesResponse, {"ETag": '"ab"'}, 304) == wire(HTTPResponse, {"ETag": '"ab"'}, 304)
     assert b"content-type" not in dict(wire(BytesResponse, {}, 304))
+
+
+def test_every_response_gets_an_http_date_unless_it_has_one() -> None:
+    for status in (200, 304, 404):
+        sent = dict(BytesResponse(b"", status=status).processed_headers)
+        date = sent[b"Date"].decode()
+        assert re.fullmatch(r"[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9:]{8} GMT", date)
+        assert abs(email.utils.parsedate_to_datetime(date).timestamp() - time.time()) < 2
+    given = "Sun, 06 Nov 1994 08:49:37 GMT"
+    sent = list(BytesResponse(b"", headers={"Date": given}).processed_headers)
+    assert [value for name, value in sent if name.lower() == b"date"] == [given.encode()]
+    assert email.utils.parsedate_to_datetime(http_date()).tzinfo is not None

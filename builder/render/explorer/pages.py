@@ -12,6 +12,7 @@ import base64
 import dataclasses
 import functools
 import hashlib
+import json
 from typing import Any
 
 import jinja2
@@ -42,6 +43,11 @@ pre{background:#eee;padding:.5rem;overflow-x:auto;white-space:pre-wrap;word-brea
 .muted{color:#555}.error{color:#a00;font-weight:bold}
 .panel{border:1px solid #ccc;background:#fff;padding:.5rem 1rem;margin:1rem 0;overflow-x:auto}
 td code{white-space:pre-wrap;word-break:break-word}
+#tabla-alertas{width:100%}
+dl.detalle{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15rem .75rem;margin:0}
+dl.detalle dt{font-weight:bold}
+dl.detalle dd{margin:0;font-family:ui-monospace,monospace;font-size:.9em;white-space:pre-wrap;
+overflow-wrap:anywhere}
 .cal{display:flex;flex-wrap:wrap;gap:1rem}
 .cal table{font-size:.8em}.cal td{width:1.6em;text-align:center;padding:.1rem}
 .st-dato{background:#8fd19e}.st-sin_dato{background:#9e9e9e;color:#fff}
@@ -81,8 +87,16 @@ def environment() -> jinja2.Environment:
         auto_reload=False,
     )
     env.globals["stylesheet"] = STYLESHEET
+    env.filters["detalle_texto"] = detail_text
     env.globals["weekday_headers"] = WEEKDAY_HEADERS
     return env
+
+
+def detail_text(value: Any) -> str:
+    """A value of a ``detalle`` as text: a string as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
 
 
 def template_fingerprint() -> str:

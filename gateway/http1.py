@@ -1,0 +1,67 @@
+"""The gateway's HTTP/1.1 connection: Sanic's, with two malformed requests answered, and promptly
+(docs/decisions.md#bad-requests).
+
+Sanic reads a request's head until its blank line, CRLF CRLF, and answers what it cannot parse
+through the app's error handler. Two requests slip past that:
+
+- **Bare LF line ends.** Sanic never finds the blank line, so it waits for more bytes until the
+  request timeout. :class:`GatewayHttp` refuses the head (400) as soon as Sanic would wait for
+  more while what it holds has a LF without its CR. A head that is merely incomplete still waits,
+  and a client too slow to send it gets 408 after the request timeout (``REQUEST_TIMEOUT``).
+- **A target httptools refuses** (a NUL byte). Sanic raises ``BadURL`` making the request, then
+  again making the stand-in request it answers errors with, and the connection closes without an
+  answer. The stand-in gets the target with its control and non-ASCII bytes percent-encoded.
+
+:class:`GatewayProtocol` is Sanic's HTTP/1.1 protocol with :class:`GatewayHttp`; the app is served
+with it (``gateway.app``).
+"""
+
+from __future__ import annotations
+
+from sanic.exceptions import BadRequest
+from sanic.http import Http, Stage
+from sanic.server.protocols.http_protocol import HttpProtocol
+
+from gateway.errors import InvalidParams
+
+
+def has_bare_lf(head: bytes | bytearray) -> bool:
+    """Whether ``head`` has a LF that no CR precedes."""
+    return head.count(b"\n") != head.count(b"\r\n")
+
+
+def printable_target(target: str) -> str:
+    """``target`` (decoded with ``surrogateescape``, as Sanic does) with every byte that is not
+    printable ASCII percent-encoded."""
+    raw = target.encode(errors="surrogateescape")
+    return "".join(chr(byte) if 0x20 < byte < 0x7F else f"%{byte:02X}" for byte in raw)
+
+
+class GatewayHttp(Http):
+    __slots__ = ()
+
+    def __init__(self, protocol: HttpProtocol) -> None:
+        super().__init__(protocol)
+        self._receive_more = self._receive_more_of_head
+
+    async def _receive_more_of_head(self) -> None:
+        """Sanic's wait for more bytes, refusing first a head that can never end (bare LF)."""
+        if self.stage is Stage.REQUEST and has_bare_lf(self.recv_buffer):
+            raise InvalidParams("The request's lines must end with CRLF, not a bare LF.")
+        await self.protocol.receive_more()
+
+    def create_empty_request(self) -> None:
+        """Sanic's stand-in request for answering an error, made even when the target that
+        caused the error cannot be parsed."""
+        if self.url is not None:
+            self.url = printable_target(self.url)
+        try:
+            super().create_empty_request()
+        except BadRequest:
+            self.url = None
+            super().create_empty_request()
+
+
+class GatewayProtocol(HttpProtocol):
+    __slots__ = ()
+    HTTP_CLASS = GatewayHttp

@@ -1,0 +1,274 @@
+"""Bad requests are never 500 (docs/decisions.md#bad-requests), sent byte for byte on a socket.
+
+What the gateway cannot parse or what exceeds its limits is 400 ``INVALID_PARAMS`` with the
+spec's error body; a client too slow to send its request gets 408 ``REQUEST_TIMEOUT`` after the
+request timeout (``SANIC_REQUEST_TIMEOUT``, short here). A request refused before any route is
+logged in one line, and no refusal leaves a traceback in the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.contract.conftest import Gateway, _running, copy_demo
+
+REQUEST_TIMEOUT_S = 2
+RATES = b"/v1/rates?currency=USD&series=publicado"
+BIG = 100_000
+
+
+@pytest.fixture(scope="module")
+def strict_gateway(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -> Iterator[Gateway]:
+    base = tmp_path_factory.mktemp("bad-requests")
+    env, token = copy_demo(demo_home, base, SANIC_REQUEST_TIMEOUT=str(REQUEST_TIMEOUT_S))
+    yield from _running(base, env, token)
+
+
+@dataclasses.dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    seconds: float
+    log: str  # what the gateway logged meanwhile
+
+
+def request(gateway: Gateway, target: bytes, *headers: bytes, token: bool = True) -> bytes:
+    """A GET of ``target`` with CRLF line ends, the token first unless told otherwise."""
+    lines = [b"GET " + target + b" HTTP/1.1", b"Host: 127.0.0.1"]
+    if token:
+        lines.append(b"Authorization: Bearer " + gateway.token.encode())
+    return b"\r\n".join([*lines, *headers, b"", b""])
+
+
+def exchange(gateway: Gateway, data: bytes, wait_s: float = 10.0) -> Answer:
+    """Send ``data`` on a fresh connection; the one answer read back, and the log it left."""
+    log_start = gateway.log_path.stat().st_size
+    port = int(gateway.base_url.rsplit(":", 1)[1])
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=wait_s) as sock:
+        # Refused before all of it was read: the answer is waiting all the same.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)
+        received = b""
+        while b"\r\n\r\n" not in received or len(received) < answer_length(received):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    seconds = time.monotonic() - started
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    time.sleep(0.05)  # the worker's log line is written as the answer leaves
+    log = gateway.log_path.read_bytes()[log_start:].decode(errors="replace")
+    return Answer(int(status_line.split(" ")[1]), headers, body, seconds, log)
+
+
+def answer_length(received: bytes) -> int:
+    head, found, _ = received.partition(b"\r\n\r\n")
+    if not found:
+        return 1 << 62
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(head) + 4 + int(value)
+    return len(received)
+
+
+def assert_error(answer: Answer, status: int, code: str, retryable: bool = False) -> None:
+    assert answer.status == status, (answer.status, answer.body[:300])
+    body = orjson.loads(answer.body)
+    assert set(body) == {"code", "message", "request_id", "retryable"}
+    assert (body["code"], body["retryable"]) == (code, retryable)
+    assert body["request_id"] == answer.headers["x-request-id"]
+    assert answer.headers["cache-control"] == "no-store"
+    assert "date" in answer.headers
+    assert "Traceback" not in answer.log
+    assert "ERROR" not in answer.log
+
+
+def assert_refused_in_one_line(answer: Answer) -> None:
+    """Refused by the HTTP layer, before any route: one line of the log says so."""
+    lines = [line for line in answer.log.splitlines() if line.strip()]
+    assert len(lines) == 1, answer.log
+    assert "refused" in lines[0] and str(answer.status) in lines[0], lines[0]
+
+
+# -- dates and integers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dates",
+    [
+        b"from=9995-01-01&to=9995-01-02",
+        b"from=9999-12-31&to=9999-12-31",
+        b"from=9996-02-29&to=9999-12-31",
+        b"from=0001-01-01&to=0001-01-02",
+    ],
+)
+def test_valid_dates_at_the_ends_of_the_calendar_are_a_query_like_any_other(
+    strict_gateway: Gateway, dates: bytes
+) -> None:
+    """In range and well formed, so no 400: nothing was observed then (404, the data check)."""
+    for extra in (b"", b"&as_of_revision=3", b"&include_annotations=true"):
+        answer = exchange(strict_gateway, request(strict_gateway, RATES + b"&" + dates + extra))
+        assert_error(answer, 404, "NO_OBSERVATIONS")
+
+
+@pytest.mark.parametrize(
+    "dates",
+    [
+        b"from=0000-01-01&to=2026-01-01",
+        b"from=10000-01-01&to=10000-01-02",
+        b"from=2026-01-01&to=10000-01-01",
+        b"from=-001-01-01&to=2026-01-01",
+    ],
+)
+def test_dates_outside_the_years_1_to_9999_are_invalid_params(
+    strict_gateway: Gateway, dates: bytes
+) -> None:
+    answer = exchange(strict_gateway, request(strict_gateway, RATES + b"&" + dates))
+    assert_error(answer, 400, "INVALID_PARAMS")
+
+
+@pytest.mark.parametrize("digits", [20, 4300, 4301, 5000, 7000])
+def test_integers_of_any_length_are_invalid_params(strict_gateway: Gateway, digits: int) -> None:
+    revision = b"1" * digits
+    target = RATES + b"&from=2026-09-01&to=2026-09-30&as_of_revision=" + revision
+    assert_error(exchange(strict_gateway, request(strict_gateway, target)), 400, "INVALID_PARAMS")
+
+
+# -- over Sanic's limits -----------------------------------------------------------------------
+
+
+def oversized(gateway: Gateway) -> dict[str, bytes]:
+    token = b"Authorization: Bearer " + gateway.token.encode()
+    return {
+        "query": request(gateway, RATES + b"&x=" + b"a" * BIG),
+        "header": request(gateway, b"/v1/coverage", b"X-Padding: " + b"a" * BIG),
+        "authorization": request(
+            gateway, b"/v1/coverage", b"Authorization: Bearer " + b"a" * BIG, token=False
+        ),
+        "path": request(gateway, b"/v1/" + b"a" * BIG),
+        "id": request(gateway, b"/v1/observations/" + b"0" * BIG),
+        "1000 headers": request(
+            gateway, b"/v1/coverage", *(b"X-H-%04d: v" % n for n in range(1000))
+        ),
+        "10000 parameters": request(
+            gateway, b"/v1/coverage?" + b"&".join(b"p%d=1" % n for n in range(10_000))
+        ),
+        "cookie": request(gateway, b"/", b"Cookie: fxev_sesion=" + b"a" * BIG, token=False),
+        "token 200 times": request(gateway, b"/v1/coverage", *([token] * 200)),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "query",
+        "header",
+        "authorization",
+        "path",
+        "id",
+        "1000 headers",
+        "10000 parameters",
+        "cookie",
+        "token 200 times",
+    ],
+)
+def test_a_request_over_sanics_limits_is_invalid_params(strict_gateway: Gateway, case: str) -> None:
+    answer = exchange(strict_gateway, oversized(strict_gateway)[case])
+    assert_error(answer, 400, "INVALID_PARAMS")
+    assert_refused_in_one_line(answer)
+    assert len(answer.log) < 1000  # the 100 KB are not copied into the log
+
+
+# -- bytes that are not a URL ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        b"/v1/cover\x00age",
+        b"/v1/coverage?x=\x00",
+        b"/v1/cover\xffage",
+        b"/v1/coverage?currency=\xc3\x28",
+        b"/v1/observations/\xff\xfe",
+    ],
+)
+def test_a_nul_or_invalid_utf8_in_the_path_or_query_is_invalid_params(
+    strict_gateway: Gateway, target: bytes
+) -> None:
+    answer = exchange(strict_gateway, request(strict_gateway, target))
+    assert_error(answer, 400, "INVALID_PARAMS")
+    assert_refused_in_one_line(answer)
+    assert "\x00" not in answer.log
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        RATES + b"&from=2026-09-01&to=2026-09-30&x=%00",
+        RATES + b"&from=2026-09-01%00&to=2026-09-30",
+        RATES + b"&from=2026-09-01&to=2026-09-30%FF",
+        RATES + b"&%C3%28=1",
+        b"/v1/rates/latest?series=publicado&currency=%00",
+        b"/v1/rates/latest?series=publicado&currency=US%FFD",
+    ],
+)
+def test_a_percent_encoded_nul_or_invalid_utf8_in_the_query_is_invalid_params(
+    strict_gateway: Gateway, target: bytes
+) -> None:
+    """Decoded, the query holds a NUL or is not UTF-8: 400, not a currency or series unknown."""
+    assert_error(exchange(strict_gateway, request(strict_gateway, target)), 400, "INVALID_PARAMS")
+
+
+# -- line ends and slow clients ----------------------------------------------------------------
+
+
+def test_bare_lf_line_ends_are_refused_at_once(strict_gateway: Gateway) -> None:
+    data = request(strict_gateway, b"/v1/coverage").replace(b"\r\n", b"\n")
+    answer = exchange(strict_gateway, data)
+    assert_error(answer, 400, "INVALID_PARAMS")
+    assert answer.seconds < REQUEST_TIMEOUT_S / 2
+    assert_refused_in_one_line(answer)
+
+
+def test_a_mixed_bare_lf_head_is_refused_at_once(strict_gateway: Gateway) -> None:
+    data = b"GET /v1/coverage HTTP/1.1\nHost: x\r\n\r\n"
+    answer = exchange(strict_gateway, data)
+    assert_error(answer, 400, "INVALID_PARAMS")
+    assert answer.seconds < REQUEST_TIMEOUT_S / 2
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [b"GET /v1/coverage HTTP/1.1\r\nHost: x\r\n", b"GET /v1/cov", b"G"],
+    ids=["headers", "request line", "one byte"],
+)
+def test_a_client_too_slow_to_send_its_request_gets_408(
+    strict_gateway: Gateway, partial: bytes
+) -> None:
+    answer = exchange(strict_gateway, partial, wait_s=REQUEST_TIMEOUT_S * 5)
+    assert_error(answer, 408, "REQUEST_TIMEOUT", retryable=True)
+    assert REQUEST_TIMEOUT_S * 0.9 <= answer.seconds < REQUEST_TIMEOUT_S * 3
+    assert answer.headers["connection"] == "close"
+    assert_refused_in_one_line(answer)
+
+
+def test_the_gateway_still_answers_after_every_refusal(strict_gateway: Gateway) -> None:
+    answer = exchange(strict_gateway, request(strict_gateway, b"/v1/coverage"))
+    assert answer.status == 200
+    assert "Traceback" not in strict_gateway.log()
