@@ -43,6 +43,8 @@ from builder.publish.warc import export_warc
 from builder.publish.writer import TreeWriter
 from builder.registry.store import REGISTRY_FILE
 from builder.registry.verify import verify_registry
+from builder.store.commands import run_mirror, run_publish
+from builder.tree.layout import POINTER
 from tokens.cli import add_token_commands
 from verifier.client import ApiClient
 from verifier.command import (
@@ -201,6 +203,23 @@ def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
+    """Upload what the last build published to the store (docs/operating/fleet.md)."""
+    require_registry(settings)
+    require(settings.site / POINTER, "published tree", "FXEV_SITE")
+    emit(run_publish(settings))
+    return 0
+
+
+def cmd_mirror(args: argparse.Namespace, settings: Settings) -> int:
+    """Pull the store into FXEV_SITE; with --follow, keep polling until interrupted."""
+    try:
+        run_mirror(settings, args.follow, emit)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404)."""
     if (args.observacion_id is None) == (args.response is None):
@@ -333,6 +352,22 @@ def build_parser() -> argparse.ArgumentParser:
     warc = export.add_parser("warc", help="every evidence record as WARC 1.1")
     warc.add_argument("file", help="the WARC file to write (gzipped per record if it ends .gz)")
     warc.set_defaults(handler=cmd_export_warc)
+
+    publishing_store = commands.add_parser(
+        "publish", help="upload what the last build published to the store (FXEV_STORE_URL)"
+    )
+    publishing_store.set_defaults(handler=cmd_publish)
+
+    mirroring = commands.add_parser(
+        "mirror", help="pull the store into FXEV_SITE, verified, the pointer moved last"
+    )
+    mirroring.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep polling the store's pointer every FXEV_MIRROR_INTERVAL_S seconds (a store"
+        " that is down is one line on stderr, then the next poll)",
+    )
+    mirroring.set_defaults(handler=cmd_mirror)
 
     add_token_commands(commands)
     add_contributed_commands(commands)

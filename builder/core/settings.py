@@ -45,6 +45,9 @@ class Settings:
     clock_tolerance_s: int
     proxy: str | None
     capture_deadline_s: int
+    store_url: str | None = None
+    s3_endpoint: str | None = None
+    mirror_interval_s: int = 5
     cors_origins: tuple[str, ...] | None = None
 
 
@@ -151,6 +154,25 @@ SETTINGS: tuple[Setting, ...] = (
         "whole-request deadline of one source fetch (connect, redirects, headers, body)",
     ),
     Setting(
+        "FXEV_STORE_URL",
+        "store_url",
+        None,
+        "fleet mode: `s3://BUCKET/PREFIX` of the object store the tree is published to",
+    ),
+    Setting(
+        "FXEV_S3_ENDPOINT",
+        "s3_endpoint",
+        None,
+        "endpoint of an S3-compatible store",
+        unset="unset (the client's default)",
+    ),
+    Setting(
+        "FXEV_MIRROR_INTERVAL_S",
+        "mirror_interval_s",
+        "5",
+        "how often `fxev mirror --follow` polls the store's pointer",
+    ),
+    Setting(
         "FXEV_CORS_ORIGINS",
         "cors_origins",
         None,
@@ -245,5 +267,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         clock_tolerance_s=_int(environ, "FXEV_CLOCK_TOLERANCE_S", minimum=1),
         proxy=environ.get("FXEV_PROXY") or None,
         capture_deadline_s=_int(environ, "FXEV_CAPTURE_DEADLINE_S", minimum=1),
+        store_url=environ.get("FXEV_STORE_URL") or None,
+        s3_endpoint=environ.get("FXEV_S3_ENDPOINT") or None,
+        mirror_interval_s=_int(environ, "FXEV_MIRROR_INTERVAL_S", minimum=1),
         cors_origins=parse_origins(environ.get("FXEV_CORS_ORIGINS", "")),
     )

@@ -14,6 +14,8 @@ side (which actions a revision calls for) is ``builder.capture.alerting``'s.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import os
 import sqlite3
 import uuid
 from collections.abc import Sequence
@@ -149,11 +151,19 @@ class AlertView:
     @classmethod
     def open(cls, home: Path) -> Self:
         home.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(home / ALERTS_FILE, isolation_level=None, timeout=30.0)
-        conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.executescript(_SCHEMA)
+        # One opener at a time sets the journal mode and creates the tables: two gateway workers
+        # starting on a fresh home would otherwise race, and switching to WAL answers "database
+        # is locked" at once, without waiting. The lock is the home folder's own flock.
+        folder = os.open(home, os.O_RDONLY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            conn = sqlite3.connect(home / ALERTS_FILE, isolation_level=None, timeout=30.0)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.executescript(_SCHEMA)
+        finally:
+            os.close(folder)
         return cls(conn)
 
     def close(self) -> None:

@@ -1,0 +1,129 @@
+"""The bucket's layout under ``FXEV_STORE_URL``'s prefix, and the two records only the store has.
+
+    objects/sha256/<ab>/<hex>            the tree's objects, as in the site (content-addressed)
+    evidence/<id>.json                   the revision number the site's symbolic link names, as
+                                         text (an object store has no links)
+    observations/<id>/<R>-<hex>          the site's empty markers
+    invalidations/<N>.json               as in the site
+    revisions/<R>.record                 one object per revision record (R on 10 digits): the
+                                         bytes the site's pack holds for R; a mirror appends them
+                                         to its own packs, so packs are never uploaded
+    explorer/pages/<sha256>.html         every explorer page, content-addressed: the pages of a
+                                         map and the observations' pages (whose bytes change
+                                         with the templates, so a name by route would not be
+                                         immutable)
+    explorer/maps/<sha256>.json          a page map (``explorer/maps/<N>.json`` in the site)
+    publications/<sha256>.json           what one ``fxev publish`` added beyond the tree's
+                                         records (a ``Publication``)
+    PUBLISHED                            the site's pointer plus ``"publication"``: the one key
+                                         ever replaced, written last
+
+Everything but ``PUBLISHED`` is written once. A mirror trusts the pointer and verifies the rest
+through it: records by the links the reader follows (``builder.tree.reader``), objects and
+pages by their names, the publication by the pointer's hash of it, maps, observation pages and
+invalidations by the publication's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any
+
+import orjson
+
+from builder.tree import layout
+from builder.tree.reader import TreeCorruptError
+
+POINTER = layout.POINTER
+PUBLICATION_FIELD = "publication"
+
+
+def object_key(sha256: str) -> str:
+    return f"{layout.OBJECTS}/{layout.OBJECT_HASH}/{sha256[:2]}/{sha256}"
+
+
+def evidence_key(evidence_id: str) -> str:
+    return f"{layout.EVIDENCE}/{evidence_id}.json"
+
+
+def marker_key(observation_id: str, revision: int, sha256: str) -> str:
+    return f"{layout.OBSERVATIONS}/{observation_id}/{revision:010d}-{sha256}"
+
+
+def invalidations_key(revision: int) -> str:
+    return f"{layout.INVALIDATIONS}/{revision}.json"
+
+
+def record_key(revision: int) -> str:
+    return f"{layout.REVISIONS}/{revision:010d}.record"
+
+
+def page_key(sha256: str) -> str:
+    return f"{layout.EXPLORER_DIR}/pages/{sha256}.html"
+
+
+def map_key(sha256: str) -> str:
+    return f"{layout.EXPLORER_DIR}/maps/{sha256}.json"
+
+
+def publication_key(sha256: str) -> str:
+    return f"publications/{sha256}.json"
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Publication:
+    """What one ``fxev publish`` of revision ``revision`` added beside the tree's records.
+
+    ``previous`` is the publication this one continues (its observation pages are the ones
+    written since it), or None for a *base*: the first publication of a store, or one after the
+    explorer's templates changed (``fingerprint``), which lists every observation page the site
+    serves. A mirror walks back from the newest publication to the one it already holds.
+    """
+
+    revision: int
+    previous: str | None
+    page_map: str | None  # SHA-256 of the map of ``revision`` (explorer/maps/<sha>.json)
+    fingerprint: str | None  # the templates' fingerprint the map names
+    observation_pages: dict[str, str]  # "<observation id>.<R>" -> SHA-256 of the page
+    invalidations: dict[str, str]  # "<N>" -> SHA-256 of invalidations/<N>.json
+
+    def encode(self) -> bytes:
+        return orjson.dumps(dataclasses.asdict(self), option=orjson.OPT_SORT_KEYS)
+
+    @classmethod
+    def decode(cls, data: bytes) -> Publication:
+        value = orjson.loads(data)
+        return cls(
+            revision=int(value["revision"]),
+            previous=value["previous"],
+            page_map=value["page_map"],
+            fingerprint=value["fingerprint"],
+            observation_pages=dict(value["observation_pages"]),
+            invalidations=dict(value["invalidations"]),
+        )
+
+
+def parse_store_pointer(data: bytes, where: str) -> dict[str, Any]:
+    """The store's ``PUBLISHED``; a ``TreeCorruptError`` when it is not a pointer."""
+    try:
+        pointer = orjson.loads(data)
+        int(pointer["revision"]), str(pointer["root_sha256"]), str(pointer[PUBLICATION_FIELD])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise TreeCorruptError(f"{where} is not a pointer") from None
+    return pointer  # type: ignore[no-any-return]
+
+
+def store_pointer(pointer: dict[str, Any], publication: str) -> bytes:
+    """The store's ``PUBLISHED``: the site's pointer and the SHA-256 of the publication."""
+    return orjson.dumps({**pointer, PUBLICATION_FIELD: publication})
+
+
+def site_pointer(store: dict[str, Any]) -> bytes:
+    """The site's ``PUBLISHED`` a mirror writes: the store's pointer without the publication,
+    the same bytes ``fxev build`` wrote (``builder.publish.writer``)."""
+    return orjson.dumps({k: v for k, v in store.items() if k != PUBLICATION_FIELD})
