@@ -21,6 +21,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	bash tests/browser/install-chromium.sh
+	bash tests/fleet/install-redis.sh
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

@@ -7,11 +7,15 @@ cookie its sign-in sets. A valid token is left on ``request.ctx.token`` for the 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from sanic import Request
 
 from gateway.errors import InvalidToken, RateLimited, Unauthorized
 from gateway.ratelimit import now_us
+
+if TYPE_CHECKING:
+    from gateway.fleet_limits import RedisGate
 
 COOKIE = "fxev_sesion"
 
@@ -54,6 +58,22 @@ def limit_rate(request: Request) -> None:
 
 
 def admit(request: Request) -> None:
-    """The steps before every authenticated handler: the token (401), then its limits (429)."""
-    authenticate(request)
-    limit_rate(request)
+    """The steps before every authenticated handler: the token (401), then its limits (429).
+
+    In fleet mode (``app.ctx.fleet``, docs/operating/fleet.md#redis) both are one round trip to
+    Redis; Redis unreachable is 503 ``INTERNAL``, retryable."""
+    gate: RedisGate | None = request.app.ctx.fleet
+    if gate is None:
+        authenticate(request)
+        limit_rate(request)
+        return
+    request.ctx.auth_checked = True
+    token = presented_token(request)
+    if token is None:
+        raise Unauthorized("A bearer token is required.")
+    record, decision = gate.admit(token, now_us())
+    if record is None:
+        raise InvalidToken("The token is invalid, revoked or expired.")
+    request.ctx.token = record
+    if not decision.allowed:
+        raise RateLimited(decision.retry_after)

@@ -22,6 +22,7 @@ from builder.tree.reader import TreeReader
 from gateway import pagetoken
 from gateway.access import admit
 from gateway.explorer import setup_explorer
+from gateway.fleet_limits import RedisGate
 from gateway.http1 import GatewayProtocol
 from gateway.ledger import Ledger, ledger_folder
 from gateway.ledgering import ledgered, recorded
@@ -73,13 +74,19 @@ def setup_stores(app: Sanic) -> None:
     @app.before_server_start
     async def open_stores(app: Sanic) -> None:
         settings: Settings = app.ctx.settings
-        app.ctx.tokens = TokenStore.open(settings.home)
-        app.ctx.token_check = CachedTokenCheck(app.ctx.tokens)  # re-read when the file changes
-        app.ctx.alerts = AlertView.open(settings.home)
-        app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
-        app.ctx.view = PublishedView(TreeReader(settings.site))
         limits = Limits(settings.rate_limit_per_min, settings.rate_limit_per_day)
-        app.ctx.limiter = RateLimiter.open(settings.home, limits)
+        app.ctx.fleet = None
+        if settings.redis_url:  # fleet mode: tokens, limits, page secret in Redis
+            app.ctx.fleet = RedisGate.open(settings.redis_url, limits)
+            app.ctx.tokens = app.ctx.token_check = app.ctx.limiter = app.ctx.fleet
+            app.ctx.secret = app.ctx.fleet.page_secret()
+        else:
+            app.ctx.tokens = TokenStore.open(settings.home)
+            app.ctx.token_check = CachedTokenCheck(app.ctx.tokens)  # re-read on a change
+            app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
+            app.ctx.limiter = RateLimiter.open(settings.home, limits)
+        app.ctx.alerts = AlertView.open(settings.home)
+        app.ctx.view = PublishedView(TreeReader(settings.site))
         app.ctx.lima = LimaClock()
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None
         if app.ctx.ledger is not None:
@@ -87,10 +94,13 @@ def setup_stores(app: Sanic) -> None:
 
     @app.after_server_stop
     async def close_stores(app: Sanic) -> None:
-        app.ctx.token_check.close()
-        app.ctx.tokens.close()
+        if app.ctx.fleet is not None:
+            app.ctx.fleet.close()
+        else:
+            app.ctx.token_check.close()
+            app.ctx.tokens.close()
+            app.ctx.limiter.close()
         app.ctx.alerts.close()
-        app.ctx.limiter.close()
         if app.ctx.ledger is not None:
             app.ctx.ledger.close()
 

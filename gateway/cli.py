@@ -1,5 +1,6 @@
 """``fxev serve`` runs the gateway (Sanic, N worker processes, each built by the factory);
-``fxev requests show ID`` reads what its ledger recorded."""
+``fxev requests show ID`` reads what its ledger recorded (and, in fleet mode, what was shipped);
+``fxev ledger ship`` ships it (:mod:`gateway.shipping`)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,19 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
     # A home without its token store, or (for `fxev serve`) a site never built: one line, never
     # an empty home. `python -m gateway serve` starts before the first build (a fleet host before
-    # its first mirror) and answers 503 until a pointer appears.
-    require_tokens(settings.home)
+    # its first mirror) and answers 503 until a pointer appears. In fleet mode the tokens are in
+    # Redis (docs/operating/fleet.md#redis).
+    if not settings.redis_url:
+        require_tokens(settings.home)
     if args.require_published and not (settings.site / POINTER).exists():
         where = (settings.site / POINTER).absolute()
         raise NotFound(f"no published tree at {where} (run fxev build, or set FXEV_SITE)")
-    serve_factory(create_app_from_env, args.host, args.port, args.workers)
+    shipper = None
+    if settings.store_url is not None:  # fleet mode: the main process ships the ledger
+        from gateway.shipping import Shipper
+
+        shipper = Shipper.from_settings(settings)
+    serve_factory(create_app_from_env, args.host, args.port, args.workers, shipper=shipper)
     return 0
 
 
@@ -47,12 +55,20 @@ def add_serve_command(
 
 
 def cmd_requests_show(args: argparse.Namespace, settings: Settings) -> int:
-    from builder.core.errors import NotFound
+    from contextlib import closing
 
-    if not ledger_folder(settings.home).is_dir():  # no ledger here: never an empty home
-        where = ledger_folder(settings.home).absolute()
-        raise NotFound(f"no request ledger at {where} (set FXEV_HOME to the right folder)")
-    entries = find_entries(ledger_folder(settings.home), args.id)
+    from builder.core.errors import NotFound
+    from gateway.shipping import find_everywhere, object_store
+
+    folder = ledger_folder(settings.home)
+    if settings.store_url is None:
+        if not folder.is_dir():  # no ledger here: never an empty home
+            where = folder.absolute()
+            raise NotFound(f"no request ledger at {where} (set FXEV_HOME to the right folder)")
+        entries = find_entries(folder, args.id)
+    else:  # fleet mode: the local files, if any, and what every host shipped
+        with closing(object_store(settings)) as store:
+            entries = find_everywhere(folder if folder.is_dir() else None, store, args.id)
     if not entries:
         print(f"fxev: no ledger entry has the request id {args.id}", file=sys.stderr)
     sys.stdout.buffer.write(orjson.dumps({"entries": entries}) + b"\n")
@@ -69,3 +85,31 @@ def add_requests_command(subparsers: argparse._SubParsersAction) -> None:  # typ
     )
     show.add_argument("id", help="the request id (X-Request-Id, or the body's request_id)")
     show.set_defaults(handler=cmd_requests_show)
+
+
+def cmd_ledger_ship(args: argparse.Namespace, settings: Settings) -> int:
+    from contextlib import closing
+
+    from builder.core.errors import NotFound
+    from gateway.shipping import object_store, ship
+
+    folder = ledger_folder(settings.home)
+    if not folder.is_dir():  # never an empty home
+        raise NotFound(
+            f"no request ledger at {folder.absolute()} (set FXEV_HOME to the right folder)"
+        )
+    with closing(object_store(settings)) as store:
+        shipped = ship(folder, store)
+    sys.stdout.buffer.write(orjson.dumps({"shipped": shipped}) + b"\n")
+    sys.stdout.flush()
+    return 0
+
+
+def add_ledger_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    ledger = subparsers.add_parser("ledger", help="the request ledger").add_subparsers(
+        dest="ledger_command", required=True
+    )
+    shipping = ledger.add_parser(
+        "ship", help="upload the ledger lines settled so far, not shipped yet, to FXEV_STORE_URL"
+    )
+    shipping.set_defaults(handler=cmd_ledger_ship)

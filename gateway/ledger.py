@@ -22,6 +22,8 @@ after overwriting them with zeros (*voiding* them), and on a :meth:`Ledger.close
 of the batch still in flight. The 503 sent instead is recorded marked ``"supersedes": true``
 (:meth:`Ledger.append`), and readers (:func:`shown`) show it instead of any earlier entry of the
 same ``x_request_id``, should one be left where the void could not reach (a file rotated between).
+A released batch the next frame does not follow at once is acknowledged to the writer, which
+marks what may be shipped (:mod:`gateway.shipping`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from gateway.ledger_writer import FRAME
+from gateway.ledger_writer import ACK, FRAME
 
 LEDGER_DIR = "ledger"
 SUFFIX = ".jsonl"
@@ -289,6 +291,11 @@ class Ledger:
                     done.set_exception(failure)
         if self._pending and self._loop is not None and not self._loop.is_closed():
             self._schedule_hand_over(self._loop)
+        elif failure is None and self._writer is not None:
+            # Nothing follows to tell the writer this batch was released: say so, so that its
+            # lines count as settled and can be shipped (docs/operating/ledger.md#shipping).
+            self._unsent += FRAME.pack(ACK, 0)
+            self._send_unsent()
 
     def close(self) -> None:
         """Stop the writer, once it has written what it was sent and voided the batch in flight

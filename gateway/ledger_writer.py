@@ -28,6 +28,14 @@ rotation), it is cut and closed and a new one is opened. A file that exists when
 after its last whole line. An error (the folder cannot be made, a full disk) fails that batch only;
 the next one tries again.
 
+What may be shipped (docs/operating/ledger.md#shipping) is told in a small file beside the
+ledger, ``<file>.settled`` (:data:`SETTLED_SUFFIX`): the file's inode, the offset up to which its
+lines are *settled* (no void can reach them any more), the writer's PID, and whether the writer
+has stopped. A frame that carries a batch, or an acknowledgement frame (:data:`ACK` in place of
+the void's length, answered by nothing), tells the writer that the worker released or failed
+every batch before it; once the frame's void is done, every line before the end is settled. A
+writer whose input ended marks its file stopped: nothing it holds can be voided any more.
+
 The writer ignores SIGINT and SIGTERM (a Ctrl-C reaches the whole process group): it stops when its
 input ends, that is when its worker closes the pipe or dies, after writing what it was sent.
 """
@@ -45,6 +53,11 @@ ZEROED_AHEAD = 1 << 20  # bytes of zeros written past the last line, a megabyte 
 # Each frame: the lengths of the lines to void and of the batch, then those bytes.
 FRAME = struct.Struct(">II")
 OK = b"+\n"
+# In place of the void's length: the worker released every batch it sent; no batch, no answer.
+ACK = 0xFFFFFFFF
+SETTLED_SUFFIX = ".settled"
+SETTLED_FORMAT = b"%d %d %d %d\n"  # inode, settled offset, writer PID, stopped (0 or 1)
+SETTLED_SIZE = 64  # the marker is written over itself, padded with spaces to this size
 
 
 class PartlyWritten(OSError):
@@ -61,6 +74,7 @@ class LedgerFile:
         self._identity: tuple[int, int] = (0, 0)  # st_dev, st_ino of the open file
         self._end = 0  # where the next line goes: just after the last one
         self._zeroed = 0  # the file's size: zeros from _end to here
+        self._marker: int | None = None  # the ``.settled`` file's descriptor
 
     def _file(self) -> int:
         """The open file descriptor of ``self.path``, reopened if the file was moved away (one
@@ -132,6 +146,21 @@ class LedgerFile:
             self._drop()
             raise
 
+    def settle(self, stopped: bool = False) -> None:
+        """Mark every line before the end as settled (best effort, not synced: a marker lost
+        ships later, never too much)."""
+        if self._fd is None and not stopped:
+            return
+        try:
+            if self._marker is None:
+                marker_path = self.path.with_name(self.path.name + SETTLED_SUFFIX)
+                self._marker = os.open(marker_path, os.O_RDWR | os.O_CREAT, 0o600)
+            inode = self._identity[1] if self._fd is not None else _inode(self.path)
+            text = SETTLED_FORMAT % (inode, self._end, os.getpid(), int(stopped))
+            os.pwrite(self._marker, text.ljust(SETTLED_SIZE - 1) + b"\n", 0)
+        except OSError:
+            return
+
     def _drop(self) -> None:
         """Close the file after an error; the next write opens it again."""
         if self._fd is not None:
@@ -147,6 +176,22 @@ class LedgerFile:
             os.fsync(self._fd)
         os.close(self._fd)
         self._fd = None
+
+    def stop(self) -> None:
+        """The input ended: close the file, and mark it stopped (nothing in it can be voided)."""
+        self.close()
+        if self._identity != (0, 0):
+            self.settle(stopped=True)
+        if self._marker is not None:
+            os.close(self._marker)
+            self._marker = None
+
+
+def _inode(path: Path) -> int:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return 0
 
 
 def write_all(fd: int, data: bytes, offset: int) -> None:
@@ -169,6 +214,7 @@ def reply_for(file: LedgerFile, void: bytes, batch: bytes) -> bytes:
     try:
         if void:
             file.void(void)
+        file.settle()  # every earlier batch was released, or is voided now
         if batch:
             file.write(batch)
     except OSError as error:
@@ -196,6 +242,9 @@ def serve(file: LedgerFile, batches: int, replies: int) -> None:
     try:
         while (header := read_exactly(batches, FRAME.size)) is not None:
             void_size, batch_size = FRAME.unpack(header)
+            if void_size == ACK:
+                file.settle()
+                continue
             void = read_exactly(batches, void_size)
             batch = read_exactly(batches, batch_size)
             if void is None or batch is None:
@@ -207,7 +256,7 @@ def serve(file: LedgerFile, batches: int, replies: int) -> None:
                 except BrokenPipeError:  # the worker reads no more answers (closing, or gone)
                     answering = False  # but what it sent is written (or voided) all the same
     finally:
-        file.close()
+        file.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

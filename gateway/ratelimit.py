@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import math
 import mmap
 import os
 import re
@@ -142,9 +141,16 @@ def decide(
         wait_us = nth_recent_us + WINDOW_US - now_us
     if day_count >= limits.per_day:
         wait_us = max(wait_us, day_end_us - now_us)
-    if not wait_us:
+    return after_wait(wait_us)
+
+
+def after_wait(wait_us: int) -> Decision:
+    """The decision for a wait of ``wait_us`` (0: pass): ``Retry-After`` in whole seconds,
+    rounded up, at least 1. Shared with the fleet's limiter (:mod:`gateway.fleet_limits`),
+    whose script computes the same wait as :func:`decide` inside Redis."""
+    if wait_us <= 0:
         return ALLOWED
-    return Decision(False, max(1, math.ceil(wait_us / 1_000_000)))
+    return Decision(False, max(1, -(-wait_us // 1_000_000)))
 
 
 # -- one token's file ---------------------------------------------------------------------------

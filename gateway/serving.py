@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from sanic import Sanic
 from sanic.log import error_logger
@@ -25,12 +26,25 @@ from sanic.worker.loader import AppLoader
 from sanic.worker.manager import WorkerManager
 from sanic.worker.process import WorkerProcess
 
+if TYPE_CHECKING:
+    from gateway.shipping import Shipper
+
 RESTART_EVERY_S = 1.0  # the least time between two restarts of one worker
 DEAD = (ProcessState.FAILED, ProcessState.COMPLETED)  # what a sync makes of a process gone
 
 
-def serve_factory(factory: Callable[[], Sanic], host: str, port: int, workers: int) -> None:
-    """Serve until stopped; each worker process calls ``factory`` to build its app."""
+def serve_factory(
+    factory: Callable[[], Sanic],
+    host: str,
+    port: int,
+    workers: int,
+    *,
+    shipper: Shipper | None = None,
+) -> None:
+    """Serve until stopped; each worker process calls ``factory`` to build its app. A
+    ``shipper`` (fleet mode) runs in the main process alone, one per host, not per worker: it
+    starts with it and ships once more after every worker stopped
+    (docs/operating/ledger.md#shipping)."""
     loader = AppLoader(factory=factory)
     app = loader.load()
     app.prepare(
@@ -41,6 +55,9 @@ def serve_factory(factory: Callable[[], Sanic], host: str, port: int, workers: i
         access_log=False,
     )
     app.main_process_ready(supervise)  # even one worker runs under the main process, supervised
+    if shipper is not None:
+        app.main_process_start(lambda app: shipper.start())
+        app.main_process_stop(lambda app: shipper.stop())  # after the workers were joined
     Sanic.serve(primary=app, app_loader=loader)
 
 

@@ -4,7 +4,8 @@
 ``{"id", "name", "expires"}``, then the token alone, shown once (a plain note on stderr says
 so). ``revoke`` prints the revoked record; ``list`` prints ``{"items": [...]}`` with no secret
 and no hash. ``revoke`` and ``list`` refuse a home with no token store (``require_tokens``)
-rather than create an empty one; ``issue`` creates it. A refused operation
+rather than create an empty one; ``issue`` creates it. With ``FXEV_REDIS_URL`` set, all three
+use Redis instead (:mod:`tokens.redis_store`; docs/operating/fleet.md#redis). A refused operation
 raises :class:`~tokens.store.TokenError` (a ``builder.core.errors.UsageError``) for the main CLI
 to report. Token times use the real clock, never ``FXEV_NOW``.
 """
@@ -12,15 +13,18 @@ to report. Token times use the real clock, never ``FXEV_NOW``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
+from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from builder.core.errors import NotFound
+from builder.core.errors import NotFound, RemoteError
+from tokens.redis_store import RedisTokenStore
 from tokens.store import TOKENS_FILE, TokenStore
 
 if TYPE_CHECKING:
@@ -55,8 +59,31 @@ def _emit(value: dict[str, Any]) -> None:
     sys.stdout.write(orjson.dumps(value).decode() + "\n")
 
 
+def open_store(settings: Settings) -> TokenStore | RedisTokenStore:
+    """Redis in fleet mode (``FXEV_REDIS_URL``), else the home's SQLite file."""
+    if settings.redis_url:
+        return RedisTokenStore.open(settings.redis_url)
+    return TokenStore.open(settings.home)
+
+
+@contextlib.contextmanager
+def redis_reachable(settings: Settings) -> Iterator[None]:
+    """Redis unreachable in fleet mode: one line, exit 2, like any service that cannot be asked."""
+    try:
+        yield
+    except Exception as error:
+        if settings.redis_url and type(error).__module__.startswith("redis."):
+            raise RemoteError(f"Redis at FXEV_REDIS_URL cannot be reached: {error}") from None
+        raise
+
+
 def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
-    with TokenStore.open(settings.home) as store:
+    with redis_reachable(settings):
+        return _token_issue(args, settings)
+
+
+def _token_issue(args: argparse.Namespace, settings: Settings) -> int:
+    with open_store(settings) as store:
         issued = store.issue(args.name, args.expires, real_now())
     expires = None if issued.expires is None else issued.expires.isoformat()
     _emit({"id": issued.id, "name": issued.name, "expires": expires})
@@ -69,8 +96,14 @@ def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    require_tokens(settings.home)
-    with TokenStore.open(settings.home) as store:
+    with redis_reachable(settings):
+        return _token_revoke(args, settings)
+
+
+def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.redis_url:
+        require_tokens(settings.home)
+    with open_store(settings) as store:
         record = store.revoke(args.id, real_now())
     _emit(record.to_json())
     sys.stdout.flush()
@@ -78,9 +111,15 @@ def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_token_list(args: argparse.Namespace, settings: Settings) -> int:
-    require_tokens(settings.home)
+    with redis_reachable(settings):
+        return _token_list(args, settings)
+
+
+def _token_list(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.redis_url:
+        require_tokens(settings.home)
     now = real_now()
-    with TokenStore.open(settings.home) as store:
+    with open_store(settings) as store:
         records = store.list()
     _emit({"items": [{**record.to_json(), "state": record.state(now)} for record in records]})
     sys.stdout.flush()

@@ -49,6 +49,7 @@ class Settings:
     s3_endpoint: str | None = None
     mirror_interval_s: int = 5
     cors_origins: tuple[str, ...] | None = None
+    redis_url: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -152,6 +153,13 @@ SETTINGS: tuple[Setting, ...] = (
         "capture_deadline_s",
         "60",
         "whole-request deadline of one source fetch (connect, redirects, headers, body)",
+    ),
+    Setting(
+        "FXEV_REDIS_URL",
+        "redis_url",
+        None,
+        "fleet mode: Redis shared by every gateway (limits, tokens, page-token secret)",
+        unset="unset (one host, local files)",
     ),
     Setting(
         "FXEV_STORE_URL",
@@ -271,4 +279,5 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         s3_endpoint=environ.get("FXEV_S3_ENDPOINT") or None,
         mirror_interval_s=_int(environ, "FXEV_MIRROR_INTERVAL_S", minimum=1),
         cors_origins=parse_origins(environ.get("FXEV_CORS_ORIGINS", "")),
+        redis_url=environ.get("FXEV_REDIS_URL", "").strip() or None,
     )

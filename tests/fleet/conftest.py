@@ -21,6 +21,7 @@ from builder.capture.run import Stores
 from builder.cli import main
 from builder.publish.build import Builder
 from builder.publish.writer import TreeWriter
+from tests.fleet.redis_server import RedisServer
 from tests.fleet.seaweed import BUCKET, CREDENTIALS, seaweedfs
 from tests.support.synth import Synth
 
@@ -129,3 +130,14 @@ def fxev(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) ->
         return Ran(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real ``redis-server`` for a test module (AOF on, in a temporary folder)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,193 @@
+"""Fleet mode's shared state in Redis (``FXEV_REDIS_URL``): tokens, limits, the page secret.
+
+Every gateway of every host asks one Redis, so the rules of one host (docs/rate-limits.md) hold
+across the fleet. A request of ``/v1`` costs **one round trip**: one ``EVALSHA`` of
+:data:`ADMIT`, which checks the token and counts it against its limits atomically. The script is
+sent once per connection pool (redis-py's ``Script`` loads it on ``NOSCRIPT``, as after a restart
+of Redis). Keys, all of one token under one cluster hash tag ``{<id>}``:
+
+``fxev:tok:{<id>}``             the token's record, a hash (:mod:`tokens.redis_store`)
+``fxev:rl:{<id>}:min``          a list: the instants (us) of its last ``per_min`` accepted
+                                requests, newest first; expires 61 s after the last one
+``fxev:rl:{<id>}:day:<date>``   the count of the Lima day ``<date>``; expires a day after it ends
+``fxev:page_secret``            the page-token secret, set once (``SET NX``)
+
+The script mirrors :func:`gateway.ratelimit.decide`: the minute rule needs the ``per_min``-th
+most recent accepted instant (``LINDEX per_min-1``), the day rule today's count; a request that
+passes is pushed (``LPUSH`` + ``LTRIM``) and counted (``INCR``); a refused one writes nothing. It
+returns the wait in microseconds, which :func:`gateway.ratelimit.after_wait` turns into
+``Retry-After`` as on one host. Instants come from the gateway's real clock (never ``FXEV_NOW``);
+the Lima day and its end from :class:`gateway.ratelimit.LimaClock`.
+
+Redis unreachable: every call raises :class:`~gateway.errors.NotReady` (503 ``INTERNAL``,
+retryable); nothing passes unlimited. The client reconnects by itself on the next request.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from gateway.errors import NotReady
+from gateway.ratelimit import WINDOW_US, Decision, LimaClock, Limits, after_wait
+from tokens.redis_store import micros, record_of, token_key
+from tokens.store import TokenRecord, parse_token_id, token_hash
+
+SECRET_KEY = "fxev:page_secret"
+TIMEOUT_S = 1.0
+MEMO_SIZE = 1024
+DAY_MS = 86_400_000  # a day counter outlives its day by a day
+
+# KEYS: the token's hash, its minute list, its day counter.
+# ARGV: the presented text's hash ('' = the caller checked the token), now (us), per_min,
+#       per_day, the Lima day's end (us), the window (us), the day counter's expiry (ms).
+# Returns {0} for a refused token, else {1, wait_us, name, created_at, expires}.
+ADMIT = """
+local now = tonumber(ARGV[2])
+local t = redis.call('HMGET', KEYS[1], 'hash', 'revoked_at', 'expires_at_us', 'name',
+                     'created_at', 'expires')
+if ARGV[1] ~= '' then
+  if t[1] ~= ARGV[1] or (t[2] and t[2] ~= '') then return {0} end
+  if t[3] and t[3] ~= '' and now >= tonumber(t[3]) then return {0} end
+end
+local per_min = tonumber(ARGV[3])
+local window = tonumber(ARGV[6])
+local wait = 0
+local nth = redis.call('LINDEX', KEYS[2], per_min - 1)
+if nth then
+  nth = tonumber(nth)
+  if nth > now - window then wait = nth + window - now end
+end
+local count = tonumber(redis.call('GET', KEYS[3]) or '0')
+local day_end = tonumber(ARGV[5])
+if count >= tonumber(ARGV[4]) and day_end - now > wait then wait = day_end - now end
+if wait == 0 then
+  redis.call('LPUSH', KEYS[2], ARGV[2])
+  redis.call('LTRIM', KEYS[2], 0, per_min - 1)
+  redis.call('PEXPIRE', KEYS[2], 61000)
+  redis.call('INCR', KEYS[3])
+  redis.call('PEXPIREAT', KEYS[3], ARGV[7])
+end
+return {1, wait, t[4] or '', t[5] or '', t[6] or ''}
+"""
+
+
+def minute_key(token_id: str) -> str:
+    return "fxev:rl:{" + token_id + "}:min"
+
+
+def day_key(token_id: str, day: str) -> str:
+    return "fxev:rl:{" + token_id + "}:day:" + day
+
+
+def connect(url: str) -> redis.Redis:
+    """A client that fails fast (one retry, which reconnects) rather than hang a worker."""
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=TIMEOUT_S,
+        socket_connect_timeout=TIMEOUT_S,
+        retry=Retry(NoBackoff(), 1),
+    )
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisGate:
+    """The token check, the limiter and the page secret of a gateway worker in fleet mode.
+
+    Has the interfaces of the one-host parts (``check`` as :class:`tokens.cache.CachedTokenCheck`,
+    ``acquire_us`` as :class:`gateway.ratelimit.RateLimiter`) plus :meth:`admit`, both at once.
+    """
+
+    def __init__(self, client: redis.Redis, limits: Limits) -> None:
+        self.client = client
+        self.limits = limits
+        self._admit = client.register_script(ADMIT)
+        self._lima = LimaClock()
+        self._records: dict[tuple[str, ...], TokenRecord] = {}
+
+    @classmethod
+    def open(cls, url: str, limits: Limits) -> RedisGate:
+        return cls(connect(url), limits)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _run(self, token_id: str, text_hash: str, now_us: int) -> list[Any]:
+        span = self._lima.day(now_us)
+        keys = (token_key(token_id), minute_key(token_id), day_key(token_id, span.day.isoformat()))
+        limits = self.limits
+        day_expiry_ms = span.end_us // 1000 + DAY_MS
+        args = (
+            text_hash,
+            now_us,
+            limits.per_min,
+            limits.per_day,
+            span.end_us,
+            WINDOW_US,
+            day_expiry_ms,
+        )
+        try:
+            return self._admit(keys=keys, args=args)  # type: ignore[no-any-return]
+        except redis.RedisError as error:
+            raise NotReady("The shared state is unavailable.") from error
+
+    def admit(self, token_text: str, now_us: int) -> tuple[TokenRecord | None, Decision]:
+        """The token's record (None: unknown, revoked or expired at ``now_us``) and, for a valid
+        one, the limiter's decision, counted if it passes: one round trip."""
+        token_id = parse_token_id(token_text)
+        if token_id is None:
+            return None, after_wait(0)
+        found = self._run(token_id, token_hash(token_text), now_us)
+        if found[0] == 0:
+            return None, after_wait(0)
+        return self._record(token_id, found[2:]), after_wait(int(found[1]))
+
+    def acquire_us(self, token_id: str, now_us: int) -> Decision:
+        """The limits alone, for a token already checked (the explorer's path)."""
+        return after_wait(int(self._run(token_id, "", now_us)[1]))
+
+    def check(self, token_text: str, now: datetime) -> TokenRecord | None:
+        """The token's record if valid at ``now``, else None; uncounted (one ``HGETALL``)."""
+        token_id = parse_token_id(token_text)
+        if token_id is None:
+            return None
+        try:
+            raw = self.client.hgetall(token_key(token_id))
+        except redis.RedisError as error:
+            raise NotReady("The shared state is unavailable.") from error
+        fields = {_text(k): _text(v) for k, v in raw.items()}
+        if fields.get("hash") != token_hash(token_text) or fields.get("revoked_at"):
+            return None
+        expires_at_us = fields.get("expires_at_us")
+        if expires_at_us and micros(now) >= int(expires_at_us):
+            return None
+        return record_of(token_id, fields)
+
+    def _record(self, token_id: str, fields: list[Any]) -> TokenRecord:
+        """An active token's record, parsed once per (id, name, created_at, expires)."""
+        key = (token_id, *(_text(field) for field in fields))
+        record = self._records.get(key)
+        if record is None:
+            if len(self._records) >= MEMO_SIZE:
+                self._records.clear()
+            name, created_at, expires = key[1:]
+            record = self._records[key] = record_of(
+                token_id, {"name": name, "created_at": created_at, "expires": expires}
+            )
+        return record
+
+    def page_secret(self) -> bytes:
+        """The fleet's page-token secret: the first gateway sets it, every other reads it."""
+        self.client.set(SECRET_KEY, secrets.token_hex(32), nx=True)
+        value = self.client.get(SECRET_KEY)
+        if value is None:
+            raise NotReady("The page-token secret is missing from Redis.")
+        return bytes.fromhex(_text(value))
