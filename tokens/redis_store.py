@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import re
-import secrets
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +27,11 @@ from builder.core.canonical import parse_utc_timestamp, utc_timestamp
 from tokens.store import (
     IssuedToken,
     TokenConflict,
-    TokenError,
     TokenNotFound,
     TokenRecord,
     _aware,
-    clean_name,
     expiry_instant,
-    format_token,
+    mint,
     token_hash,
 )
 
@@ -107,13 +104,8 @@ class RedisTokenStore:
         self.close()
 
     def issue(self, name: str, expires: date | None, now: datetime) -> IssuedToken:
-        name = clean_name(name)
-        now = _aware(now)
+        name, now, new_id, text = mint(name, expires, now)
         expires_at = None if expires is None else expiry_instant(expires)
-        if expires_at is not None and now >= expires_at:
-            raise TokenError(f"--expires {expires} is already over in Lima")
-        new_id = secrets.token_hex(8)
-        text = format_token(new_id, secrets.token_urlsafe(32))
         fields = {
             "hash": token_hash(text),
             "name": name,

@@ -166,6 +166,17 @@ def _aware(now: datetime) -> datetime:
 # --- the store ---------------------------------------------------------------------------------
 
 
+def mint(name: str, expires: date | None, now: datetime) -> tuple[str, datetime, str, str]:
+    """A new token's checked name, aware ``now``, id and text: the part of ``issue`` both token
+    stores (SQLite, Redis) share. Refuses an ``--expires`` day already over in Lima."""
+    name = clean_name(name)
+    now = _aware(now)
+    if expires is not None and now >= expiry_instant(expires):
+        raise TokenError(f"--expires {expires.isoformat()} is already over in Lima")
+    new_id = secrets.token_hex(8)
+    return name, now, new_id, format_token(new_id, secrets.token_urlsafe(32))
+
+
 class TokenStore:
     """Tokens in ``FXEV_HOME/tokens.sqlite``. Open one per process (after any fork)."""
 
@@ -207,12 +218,7 @@ class TokenStore:
 
     def issue(self, name: str, expires: date | None, now: datetime) -> IssuedToken:
         """A new token for consumer ``name``; its text is returned here and never again."""
-        name = clean_name(name)
-        now = _aware(now)
-        if expires is not None and now >= expiry_instant(expires):
-            raise TokenError(f"--expires {expires.isoformat()} is already over in Lima")
-        new_id = secrets.token_hex(8)
-        text = format_token(new_id, secrets.token_urlsafe(32))
+        name, now, new_id, text = mint(name, expires, now)
         self.conn.execute(
             "INSERT INTO tokens (id, name, hash, created_at, expires) VALUES (?, ?, ?, ?, ?)",
             (
