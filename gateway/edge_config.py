@@ -154,6 +154,15 @@ http {
     map $request_id $fxev_own_request_id {
         "~^(?<a>.{8})(?<b>.{4})(?<c>.{4})(?<d>.{4})(?<e>.{12})$" "$a-$b-$c-$d-$e";
     }
+    # The log's answers: the gateway's request id when it answered this request, a fresh one
+    # when the answer came from the cache.
+    map $upstream_cache_status $fxev_log_request_id {
+        default $fxev_own_request_id;
+        "" $upstream_http_x_request_id;
+        MISS $upstream_http_x_request_id;
+        EXPIRED $upstream_http_x_request_id;
+        BYPASS $upstream_http_x_request_id;
+    }
 
     proxy_http_version 1.1;
     proxy_connect_timeout 2s;
@@ -188,7 +197,7 @@ http {
             proxy_cache_key "log $request_uri";
             proxy_cache_lock on;
             proxy_hide_header X-Request-Id;
-            add_header X-Request-Id $fxev_own_request_id always;
+            add_header X-Request-Id $fxev_log_request_id always;
             add_header X-Cache $upstream_cache_status always;
 @@DIGEST@@
 @@STRIP@@

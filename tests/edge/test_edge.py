@@ -205,6 +205,12 @@ def test_a_published_correction_is_served_on_the_very_next_request(topology: Top
     assert topology.get(AS_OF, token, **IDENTITY).headers["X-Cache"] == "HIT"
 
 
+def test_the_log_paths_keep_the_gateways_request_id_when_it_answered(topology: Topology) -> None:
+    resp = topology.get("/v1/log/nothing-here")
+    assert_api_error(resp, 404, "NOT_FOUND")  # its body's request_id is the header's
+    assert resp.headers["X-Cache"] == "MISS"
+
+
 def test_one_gateway_killed_under_load_costs_at_most_the_requests_in_flight(
     topology: Topology,
 ) -> None:
@@ -238,3 +244,4 @@ def test_one_gateway_killed_under_load_costs_at_most_the_requests_in_flight(
         worker.join(timeout=120)
     assert done[0] == threads * per_thread
     assert len(failures) <= threads, failures
+
