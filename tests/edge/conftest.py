@@ -78,7 +78,7 @@ def topology(
     base = tmp_path_factory.mktemp("edge")
     env, _ = copy_demo(demo_home, base, FXEV_RATE_LIMIT_PER_MIN=str(PER_MIN))
     gateways = [Gateway(env=env, token="", log_path=base / f"gateway-{n}.log") for n in "ab"]
-    edge = None
+    topology = None
     try:
         for gateway in gateways:
             gateway.start()
@@ -86,10 +86,11 @@ def topology(
         upstreams = [gateway.base_url.removeprefix("http://") for gateway in gateways]
         text = edge_config_text(env, f"127.0.0.1:{port}", upstreams, base / "edge-cache")
         edge = start_edge(text, base / "nginx", f"http://127.0.0.1:{port}", "/v1/health/live")
-        yield Topology(env, gateways, edge)
+        topology = Topology(env, gateways, edge)
+        yield topology
     finally:
-        if edge is not None:
-            edge.stop()
+        if topology is not None:
+            topology.edge.stop()  # the one running now (a test may have restarted it)
         for gateway in gateways:
             gateway.stop()
 

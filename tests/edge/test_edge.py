@@ -20,6 +20,7 @@ from gateway.sending import repr_digest
 from tests.contract.conftest import fxev, ledger_entries
 from tests.contract.test_api import assert_api_error
 from tests.edge.conftest import PER_MIN, Topology
+from tests.support.edge import start_edge
 from tokens.store import TokenStore, parse_token_id
 
 SEPTEMBER = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-30"
@@ -211,6 +212,18 @@ def test_the_log_paths_keep_the_gateways_request_id_when_it_answered(topology: T
     assert resp.headers["X-Cache"] == "MISS"
 
 
+def test_the_cache_survives_a_restart_of_the_edge(topology: Topology) -> None:
+    token = topology.token()
+    before = cached(topology, AS_OF)
+    config = (topology.edge.prefix / "nginx.conf").read_text()
+    prefix, base_url = topology.edge.prefix, topology.edge.base_url
+    topology.edge.stop()
+    text = config.removeprefix("user root;\n")
+    topology.edge = start_edge(text, prefix, base_url, "/v1/health/live")
+    again = topology.get(AS_OF, token, **IDENTITY)
+    assert again.headers["X-Cache"] == "HIT" and again.content == before.content
+
+
 def test_one_gateway_killed_under_load_costs_at_most_the_requests_in_flight(
     topology: Topology,
 ) -> None:
@@ -244,4 +257,3 @@ def test_one_gateway_killed_under_load_costs_at_most_the_requests_in_flight(
         worker.join(timeout=120)
     assert done[0] == threads * per_thread
     assert len(failures) <= threads, failures
-
