@@ -108,9 +108,6 @@ http {
     uwsgi_temp_path uwsgi_temp;
     scgi_temp_path scgi_temp;
     keepalive_requests 100000;
-    # Cached bodies are files: sent by the kernel, not copied through nginx.
-    sendfile on;
-    tcp_nopush on;
     # No ranges: every answer is the whole body the ledger hashed.
     max_ranges 0;
 
