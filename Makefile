@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 # make run PORT=8001 serves the demo on another port.
 PORT   ?= 8000
 
-.PHONY: install run test lint fmt bench bench-gateway clean
+.PHONY: install run test lint fmt bench bench-gateway bench-edge clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,7 @@ run: $(STAMP)
 test: $(STAMP)
 	bash tests/browser/install-chromium.sh
 	bash tests/fleet/install-redis.sh
+	bash tests/edge/install-nginx.sh
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
@@ -31,12 +32,17 @@ lint: $(STAMP)
 fmt: $(STAMP)
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
 
-bench: bench-gateway
+bench: bench-gateway bench-edge
 	$(PY) -m bench
 
 # wrk and nginx from Debian's packages (installed if missing); the gateway beside nginx.
 bench-gateway: $(STAMP)
 	sh bench/install-tools.sh && $(PY) -m bench.gateway_load
+
+# The shipped edge (nginx, `fxev edge config`) in front of the gateway, beside nginx's files
+# and the gateway alone, at 32 and 64 connections.
+bench-edge: $(STAMP)
+	sh bench/install-tools.sh && $(PY) -m bench.edge_load
 
 # The demo's home and its tree go together (a tree belongs to one registry); site_out's
 # tracked .gitignore stays.

@@ -1,11 +1,12 @@
 #!/bin/sh
 # The gateway benchmark's load generator and reference server, from Debian's packages:
-# wrk (bounded HTTP load) and nginx-light (the same bytes served from files).
+# wrk (bounded HTTP load) and nginx (the same bytes served from files, and the shipped edge,
+# which needs its auth_request, proxy_cache and gzip modules).
 # Installs only what is missing; needs root (or sudo) and apt-get.
 set -eu
 missing=""
 command -v wrk >/dev/null 2>&1 || missing="$missing wrk"
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx-light"
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sanic import Request
 
+from gateway.edge import FILL
 from gateway.errors import InvalidToken, RateLimited, Unauthorized
 from gateway.ratelimit import now_us
 
@@ -61,7 +62,10 @@ def admit(request: Request) -> None:
     """The steps before every authenticated handler: the token (401), then its limits (429).
 
     In fleet mode (``app.ctx.fleet``, docs/operating/fleet.md#redis) both are one round trip to
-    Redis; Redis unreachable is 503 ``INTERNAL``, retryable."""
+    Redis; Redis unreachable is 503 ``INTERNAL``, retryable. A cache fill from the edge was
+    admitted (and counted) by the edge's auth step already (:mod:`gateway.edge`)."""
+    if getattr(request.ctx, "edge", None) == FILL:
+        return
     gate: RedisGate | None = request.app.ctx.fleet
     if gate is None:
         authenticate(request)

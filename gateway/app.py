@@ -19,10 +19,10 @@ from sanic.response import HTTPResponse
 from builder.core.settings import Settings, load_settings
 from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
-from gateway import pagetoken
+from gateway import edge, pagetoken
 from gateway.access import admit
 from gateway.explorer import setup_explorer
-from gateway.fleet_limits import RedisGate
+from gateway.fleet_limits import EDGE_SECRET_KEY, RedisGate
 from gateway.http1 import GatewayProtocol
 from gateway.ledger import Ledger, ledger_folder
 from gateway.ledgering import ledgered, recorded
@@ -80,10 +80,14 @@ def setup_stores(app: Sanic) -> None:
             app.ctx.fleet = RedisGate.open(settings.redis_url, limits)
             app.ctx.tokens = app.ctx.token_check = app.ctx.limiter = app.ctx.fleet
             app.ctx.secret = app.ctx.fleet.page_secret()
+            app.ctx.edge_secret = app.ctx.fleet.page_secret(EDGE_SECRET_KEY).hex()
         else:
             app.ctx.tokens = TokenStore.open(settings.home)
             app.ctx.token_check = CachedTokenCheck(app.ctx.tokens)  # re-read on a change
             app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
+            app.ctx.edge_secret = pagetoken.load_or_create_secret(
+                settings.home, edge.SECRET_FILE
+            ).hex()
             app.ctx.limiter = RateLimiter.open(settings.home, limits)
         app.ctx.alerts = AlertView.open(settings.home)
         app.ctx.view = PublishedView(TreeReader(settings.site))
@@ -119,7 +123,9 @@ def setup_errors(app: Sanic) -> None:
 
 
 def setup_routes(app: Sanic) -> None:
-    """Every ``/v1`` route, behind :func:`admit` when it needs a token, and ledgered."""
+    """Every ``/v1`` route, behind :func:`admit` when it needs a token, and ledgered; and the
+    edge's replay route, an unknown path to anyone but the edge (:mod:`gateway.edge`)."""
     for path, handler, needs_token in ROUTES:
         wrapped = ledgered(handler, admit if needs_token else None)
         app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)
+    app.add_route(edge.replay, edge.ANSWER_PATH, methods=METHODS, name="edge_replay")

@@ -1,15 +1,18 @@
 """``fxev serve`` runs the gateway (Sanic, N worker processes, each built by the factory);
 ``fxev requests show ID`` reads what its ledger recorded (and, in fleet mode, what was shipped);
-``fxev ledger ship`` ships it (:mod:`gateway.shipping`)."""
+``fxev ledger ship`` ships it (:mod:`gateway.shipping`); ``fxev edge config`` prints the edge's
+nginx configuration (:mod:`gateway.edge_config`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
+from gateway.edge_config import DEFAULT_LISTEN, DEFAULT_UPSTREAM
 from gateway.ledger import find_entries, ledger_folder
 
 if TYPE_CHECKING:
@@ -113,3 +116,60 @@ def add_ledger_command(subparsers: argparse._SubParsersAction) -> None:  # type:
         "ship", help="upload the ledger lines settled so far, not shipped yet, to FXEV_STORE_URL"
     )
     shipping.set_defaults(handler=cmd_ledger_ship)
+
+
+def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
+    from builder.core.errors import UsageError
+    from gateway import edge, pagetoken
+    from gateway.edge_config import EdgePlan, edge_config
+
+    if settings.redis_url:  # fleet mode: the credential every gateway reads from Redis
+        from gateway.fleet_limits import EDGE_SECRET_KEY, RedisGate, connect
+        from gateway.ratelimit import Limits
+
+        gate = RedisGate(connect(settings.redis_url), Limits(1, 1))
+        try:
+            credential = gate.page_secret(EDGE_SECRET_KEY).hex()
+        finally:
+            gate.close()
+    else:
+        from tokens.cli import require_tokens
+
+        require_tokens(settings.home)  # the gateways' home: never an empty one
+        credential = pagetoken.load_or_create_secret(settings.home, edge.SECRET_FILE).hex()
+    cache_dir = args.cache_dir or settings.home / "edge-cache"
+    plan = EdgePlan(
+        listen=args.listen,
+        upstreams=tuple(args.upstream or [DEFAULT_UPSTREAM]),
+        cache_dir=Path(cache_dir).absolute(),
+        credential=credential,
+    )
+    try:
+        text = edge_config(plan)
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return 0
+
+
+def add_edge_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    commands = subparsers.add_parser("edge", help="the shipped edge (nginx)").add_subparsers(
+        dest="edge_command", required=True
+    )
+    config = commands.add_parser(
+        "config", help="print the edge's nginx configuration (it holds the edge's credential)"
+    )
+    config.add_argument(
+        "--listen", default=DEFAULT_LISTEN, help=f"HOST:PORT the edge listens on ({DEFAULT_LISTEN})"
+    )
+    config.add_argument(
+        "--upstream",
+        action="append",
+        metavar="HOST:PORT",
+        help=f"a gateway; repeat for each ({DEFAULT_UPSTREAM} when none is given)",
+    )
+    config.add_argument(
+        "--cache-dir", type=Path, help="the cache's folder (FXEV_HOME/edge-cache by default)"
+    )
+    config.set_defaults(handler=cmd_edge_config)

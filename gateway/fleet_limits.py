@@ -11,6 +11,7 @@ of Redis). Keys, all of one token under one cluster hash tag ``{<id>}``:
                                 requests, newest first; expires 61 s after the last one
 ``fxev:rl:{<id>}:day:<date>``   the count of the Lima day ``<date>``; expires a day after it ends
 ``fxev:page_secret``            the page-token secret, set once (``SET NX``)
+``fxev:edge_secret``            the edge's credential (:mod:`gateway.edge`), set once likewise
 
 The script mirrors :func:`gateway.ratelimit.decide`: the minute rule needs the ``per_min``-th
 most recent accepted instant (``LINDEX per_min-1``), the day rule today's count; a request that
@@ -39,6 +40,7 @@ from tokens.redis_store import micros, record_of, token_key
 from tokens.store import TokenRecord, parse_token_id, token_hash
 
 SECRET_KEY = "fxev:page_secret"
+EDGE_SECRET_KEY = "fxev:edge_secret"
 TIMEOUT_S = 1.0
 MEMO_SIZE = 1024
 DAY_MS = 86_400_000  # a day counter outlives its day by a day
@@ -184,10 +186,11 @@ class RedisGate:
             )
         return record
 
-    def page_secret(self) -> bytes:
-        """The fleet's page-token secret: the first gateway sets it, every other reads it."""
-        self.client.set(SECRET_KEY, secrets.token_hex(32), nx=True)
-        value = self.client.get(SECRET_KEY)
+    def page_secret(self, key: str = SECRET_KEY) -> bytes:
+        """The fleet's page-token secret (or the edge's credential, under ``key``): the first
+        gateway sets it, every other reads it."""
+        self.client.set(key, secrets.token_hex(32), nx=True)
+        value = self.client.get(key)
         if value is None:
-            raise NotReady("The page-token secret is missing from Redis.")
+            raise NotReady("A shared secret is missing from Redis.")
         return bytes.fromhex(_text(value))

@@ -12,6 +12,9 @@ through the app's error handler. Two requests slip past that:
   again making the stand-in request it answers errors with, and the connection closes without an
   answer. The stand-in gets the target with its control and non-ASCII bytes percent-encoded.
 
+A request from the shipped edge is recognised here too, as soon as its head is read
+(:mod:`gateway.edge`), before routing.
+
 :class:`GatewayProtocol` is Sanic's HTTP/1.1 protocol with :class:`GatewayHttp`; the app is served
 with it (``gateway.app``).
 """
@@ -22,6 +25,7 @@ from sanic.exceptions import BadRequest
 from sanic.http import Http, Stage
 from sanic.server.protocols.http_protocol import HttpProtocol
 
+from gateway import edge
 from gateway.errors import InvalidParams
 
 
@@ -49,6 +53,13 @@ class GatewayHttp(Http):
         if self.stage is Stage.REQUEST and has_bare_lf(self.recv_buffer):
             raise InvalidParams("The request's lines must end with CRLF, not a bare LF.")
         await self.protocol.receive_more()
+
+    async def http1_request_header(self) -> None:
+        """Sanic's reading of the head; then a request from the edge (``X-Fxev-Edge``) is marked,
+        and its auth step made into the request it authorises (:func:`gateway.edge.arrive`)."""
+        await super().http1_request_header()
+        if edge.CREDENTIAL in self.request.headers:
+            edge.arrive(self)
 
     def create_empty_request(self) -> None:
         """Sanic's stand-in request for answering an error, made even when the target that

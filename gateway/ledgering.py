@@ -18,6 +18,7 @@ from sanic import Request
 from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
+from gateway import edge
 from gateway.access import credential
 from gateway.errors import NotReady
 from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable
@@ -89,7 +90,20 @@ def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -
 
 async def recorded(request: Request, response: HTTPResponse) -> HTTPResponse:
     """``response`` once the ledger holds it on disk (docs/decisions.md#ledger), when the request
-    carried a valid token; a 503 instead when the ledger cannot be written."""
+    carried a valid token; a 503 instead when the ledger cannot be written. For the edge
+    (:mod:`gateway.edge`): its auth step is recorded like the request it stands for, then
+    answered in the edge's form; a cache fill, recorded by its auth step, is not recorded again."""
+    asked = getattr(request.ctx, "edge", None)
+    if asked is None:
+        return await record(request, response)
+    if asked == edge.AUTH:
+        return edge.auth_answer(request, await record(request, response))
+    if asked == edge.FILL:
+        return edge.fill_answer(request, response)
+    return response  # a replay: counted and recorded by its auth step
+
+
+async def record(request: Request, response: HTTPResponse) -> HTTPResponse:
     ledger: Ledger | None = request.app.ctx.ledger
     if ledger is None:
         return response

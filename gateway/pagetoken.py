@@ -57,9 +57,10 @@ def verify(secret: bytes, token: str, canonical_query: str) -> PageCursor:
     return PageCursor(revision, offset)
 
 
-def load_or_create_secret(home: Path) -> bytes:
-    """The installation's page-token secret; the first caller creates it atomically."""
-    path = home / SECRET_FILE
+def load_or_create_secret(home: Path, name: str = SECRET_FILE) -> bytes:
+    """The installation's page-token secret (or another secret of the installation, in its file
+    ``name``: the edge's credential); the first caller creates it atomically, mode 0600."""
+    path = home / name
     try:
         return bytes.fromhex(path.read_text(encoding="ascii").strip())
     except FileNotFoundError:

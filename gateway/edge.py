@@ -1,0 +1,170 @@
+"""The gateway's side of the shipped edge (docs/operating/edge.md): three kinds of request that
+only the edge can make, each carrying the installation's edge credential (``X-Fxev-Edge``).
+
+``GET /_edge/auth`` (the edge's ``auth_request``)
+    The client's request, named by ``X-Original-URI`` and ``X-Original-Method``, is handled as
+    if it had come directly: the same route, the same token check and count, the same parameter
+    checks and the same ledger entry, written before the answer leaves. Only the answer's form
+    changes (:func:`auth_answer`): a 200 the edge may serve from its cache becomes a bodiless 200
+    carrying the request id and the current ETag (the edge keys its cache on it); any other
+    answer (304, 401, 429, 400, 404...) becomes a 401 carrying the whole answer, packed, in
+    ``X-Fxev-Answer``.
+``GET /_edge/answer`` (the edge's ``error_page 401``)
+    Sends back the answer packed in ``X-Fxev-Answer``: status, headers and body as they were.
+    Nothing is counted or recorded: the auth step did both.
+The cache fill (the original request, with ``X-Fxev-Admitted`` and ``X-Fxev-Expect``)
+    Admitted and recorded by the auth step under the request id it names, so neither checked
+    nor counted again, nor recorded; answered only if its ETag is still the one the auth step
+    gave (else a retryable 503, which the edge does not cache).
+
+Without the credential, ``/_edge/...`` is an unknown path (404 ``NOT_FOUND``) and the other
+headers mean nothing. The credential is a secret made once per installation like the page-token
+secret (:func:`gateway.pagetoken.load_or_create_secret`; in Redis in fleet mode), compared with
+``hmac.compare_digest``; ``fxev edge config`` writes it into the edge's configuration.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+from typing import TYPE_CHECKING
+
+from sanic import Request
+from sanic.exceptions import NotFound as RouteNotFound
+from sanic.response import HTTPResponse
+
+from builder.core import vocabulary
+from gateway.errors import NotReady
+from gateway.response import BytesResponse
+
+if TYPE_CHECKING:
+    from sanic.http import Http
+
+CREDENTIAL = "x-fxev-edge"
+ADMITTED = "x-fxev-admitted"
+EXPECT = "x-fxev-expect"
+ANSWER = "X-Fxev-Answer"
+ETAG = "X-Fxev-Etag"
+AUTH_PATH = "/_edge/auth"
+ANSWER_PATH = "/_edge/answer"
+SECRET_FILE = "edge.secret"
+AUTH, FILL, REPLAY = "auth", "fill", "replay"
+
+
+def has_credential(request: Request) -> bool:
+    """Whether the request carries this installation's edge credential."""
+    given = request.headers.getone(CREDENTIAL, "")
+    secret: str = request.app.ctx.edge_secret
+    return bool(given) and hmac.compare_digest(given.encode(), secret.encode())
+
+
+def arrive(http: Http) -> None:
+    """Called once a request's head is read, when it carries ``X-Fxev-Edge``: marks what the
+    edge asks (``request.ctx.edge``) and, for the auth step, puts the original request in the
+    place of ``/_edge/auth``. A wrong credential marks nothing: an ordinary request."""
+    request = http.request
+    if not has_credential(request):
+        return
+    path = request.path
+    if path == AUTH_PATH:
+        original = request.headers.getone("x-original-uri", "")
+        method = request.headers.getone("x-original-method", "GET").upper()
+        if (
+            method not in ("GET", "HEAD")
+            or not original.startswith("/")
+            or original.startswith("/_edge/")
+            or not original.isascii()
+        ):
+            return  # not a request the edge would authorise: /_edge/auth stays unknown
+        replaced = request.__class__(
+            url_bytes=original.encode("ascii"),
+            headers=request.headers,
+            version=request.version,
+            method=method,
+            transport=request.transport,
+            app=request.app,
+            head=request.head,
+        )
+        replaced.stream = http
+        request.__class__._current.set(replaced)
+        http.request = replaced
+        replaced.ctx.edge = AUTH
+    elif path == ANSWER_PATH:
+        request.ctx.edge = REPLAY
+    elif ADMITTED in request.headers:
+        request.ctx.edge = FILL
+        request.ctx.x_request_id = request.headers.getone(ADMITTED)[:36]
+
+
+def mode(request: Request) -> str | None:
+    """What the edge asks of this request: AUTH, FILL, REPLAY, or None (an ordinary request)."""
+    return getattr(request.ctx, "edge", None)
+
+
+def cacheable(response: HTTPResponse) -> bool:
+    """A 200 the edge may store: an immutable answer with its ETag (as-of, evidence)."""
+    return (
+        response.status == 200
+        and "etag" in response.headers
+        and response.headers.get("cache-control") == vocabulary.IMMUTABLE
+    )
+
+
+def pack(response: HTTPResponse) -> str:
+    """A whole answer in one header value: base64 of its status line, headers and body."""
+    lines = [str(response.status)]
+    if response.content_type and response.body and "content-type" not in response.headers:
+        lines.append(f"content-type: {response.content_type}")
+    lines += [f"{name}: {value}" for name, value in response.headers.items()]
+    head = "\r\n".join(lines).encode(errors="surrogateescape")
+    return base64.b64encode(head + b"\r\n\r\n" + (response.body or b"")).decode("ascii")
+
+
+def unpack(text: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    """(status, headers, body) of a :func:`pack` text; ValueError if it is not one."""
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError) as error:
+        raise ValueError("not a packed answer") from error
+    head, separator, body = raw.partition(b"\r\n\r\n")
+    if not separator:
+        raise ValueError("not a packed answer")
+    status, *lines = head.decode(errors="surrogateescape").split("\r\n")
+    headers = [(name, value) for name, _, value in (line.partition(": ") for line in lines)]
+    return int(status), headers, body
+
+
+def auth_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
+    """The auth step's answer to the edge, once the ledger holds the original one."""
+    if cacheable(response):
+        headers = {"X-Request-Id": response.headers["x-request-id"], ETAG: response.headers["etag"]}
+        return BytesResponse(b"", status=200, headers=headers)
+    return BytesResponse(b"", status=401, headers={ANSWER: pack(response)})
+
+
+def fill_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
+    """A cache fill's answer: the body the auth step described, or a retryable 503."""
+    expected = request.headers.getone(EXPECT, "")
+    if cacheable(response) and response.headers["etag"] == expected:
+        return response
+    error = NotReady("The answer changed since it was authorised; retry.")
+    body = error.body(request.ctx.x_request_id)
+    headers = {"X-Request-Id": request.ctx.x_request_id, "Cache-Control": vocabulary.NO_STORE}
+    return BytesResponse(body, status=error.status, headers=headers)
+
+
+async def replay(request: Request) -> HTTPResponse:
+    """``GET /_edge/answer``: the packed answer, as it was; an unknown path to anyone else."""
+    if mode(request) != REPLAY:
+        raise RouteNotFound("No such path.")
+    try:
+        status, headers, body = unpack(request.headers.getone(ANSWER.lower(), ""))
+    except ValueError as error:
+        raise RouteNotFound("No such path.") from error
+    content_type = next((v for k, v in headers if k.lower() == "content-type"), None)
+    kept = [(k, v) for k, v in headers if k.lower() != "content-type"]
+    response = BytesResponse(body, status=status, content_type=content_type)
+    for name, value in kept:
+        response.headers.add(name, value)
+    return response

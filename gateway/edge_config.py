@@ -1,0 +1,309 @@
+"""The shipped edge's nginx configuration (``fxev edge config``), as one pure function.
+
+:func:`edge_config` renders a complete ``nginx.conf`` for Debian's nginx (it needs
+``auth_request``, ``proxy_cache`` and ``gzip``, all in Debian's ``nginx`` package), commented
+line by line; docs/operating/edge.md explains it. Relative paths (pid, temporary files) are
+under the prefix nginx is started with (``nginx -p DIR -c FILE``), so one host can run several.
+The text holds the edge's credential: keep the file private (mode 0600).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from gateway import edge
+
+ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$")
+DEFAULT_LISTEN = "127.0.0.1:8080"
+DEFAULT_UPSTREAM = "127.0.0.1:8000"
+CACHE_FOLDER = "edge-cache"
+CACHE_MAX_SIZE = "1g"
+CACHE_INACTIVE = "30d"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EdgePlan:
+    listen: str
+    upstreams: tuple[str, ...]
+    cache_dir: Path
+    credential: str  # the edge's credential (hex), as the gateways check it
+
+
+def check_address(text: str) -> str:
+    """``text`` if it is ``HOST:PORT`` (a port 1-65535), else ValueError."""
+    match = ADDRESS.fullmatch(text)
+    if match is None or not 0 < int(match.group(2)) < 65536:
+        raise ValueError(f"not HOST:PORT: {text!r}")
+    return text
+
+
+def edge_config(plan: EdgePlan) -> str:
+    """The configuration text (ends with a newline)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", plan.credential):
+        raise ValueError("the edge credential must be 64 hex digits")
+    for address in (plan.listen, *plan.upstreams):
+        check_address(address)
+    if not plan.upstreams:
+        raise ValueError("at least one upstream gateway")
+    cache_dir = str(plan.cache_dir)
+    if not plan.cache_dir.is_absolute() or any(c in cache_dir for c in " ;{}'\"\\$#"):
+        raise ValueError(f"the cache folder must be an absolute plain path: {cache_dir!r}")
+    servers = "\n".join(
+        f"        server {address} max_fails=1 fail_timeout=5s;" for address in plan.upstreams
+    )
+    text = TEMPLATE
+    for name, block in BLOCKS.items():
+        text = text.replace(f"@@{name}@@", block)
+    values = {
+        "LISTEN": plan.listen,
+        "SERVERS": servers,
+        "CACHE_DIR": cache_dir,
+        "CREDENTIAL": plan.credential,
+        "AUTH_PATH": edge.AUTH_PATH,
+        "ANSWER_PATH": edge.ANSWER_PATH,
+        "MAX_SIZE": CACHE_MAX_SIZE,
+        "INACTIVE": CACHE_INACTIVE,
+    }
+    for name, value in values.items():
+        text = text.replace(f"@@{name}@@", value)
+    return text
+
+
+# Pass-through: the client's request as it came, to any gateway; the edge's own headers, if a
+# client sent them, are blanked (an empty value is not sent).
+_STRIP = """\
+            proxy_set_header X-Fxev-Edge "";
+            proxy_set_header X-Fxev-Admitted "";
+            proxy_set_header X-Fxev-Expect "";
+            proxy_set_header X-Fxev-Answer "";
+            proxy_set_header X-Original-URI "";
+            proxy_set_header X-Original-Method "";"""
+_UPSTREAM_HEADERS = """\
+            proxy_set_header Host $http_host;
+            proxy_set_header Connection "";
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;"""
+_DIGEST = """\
+            # A body nginx compresses goes without the gateway's Repr-Digest (it describes the
+            # identity body, which the ledger hashes); any other keeps it.
+            proxy_hide_header Repr-Digest;
+            add_header Repr-Digest $fxev_repr_digest always;"""
+
+TEMPLATE = """\
+# fxev's edge: nginx in front of the gateways (docs/operating/edge.md). Made by
+# `fxev edge config`. It holds the edge's credential: keep this file private (mode 0600).
+# Run it with a prefix of its own: nginx -p /var/lib/fxev-edge -c /etc/fxev/edge.conf
+worker_processes auto;
+pid nginx.pid;
+events { worker_connections 4096; }
+
+http {
+    access_log off;
+    server_tokens off;
+    default_type application/octet-stream;
+    client_body_temp_path client_body_temp;
+    proxy_temp_path proxy_temp;
+    fastcgi_temp_path fastcgi_temp;
+    uwsgi_temp_path uwsgi_temp;
+    scgi_temp_path scgi_temp;
+    keepalive_requests 100000;
+    # No ranges: every answer is the whole body the ledger hashed.
+    max_ranges 0;
+
+    # The gateways. A gateway that fails a connection is left out for 5 s (health by failure);
+    # a GET that failed on one is retried once on another (proxy_next_upstream below).
+    upstream fxev_gateways {
+@@SERVERS@@
+        keepalive 64;
+    }
+
+    # The cache of immutable answers (as-of /v1/rates, /v1/evidence/ID, /v1/log/...): bounded
+    # on disk, kept across restarts (nginx reloads its index from the folder).
+    proxy_cache_path @@CACHE_DIR@@ levels=1:2 keys_zone=fxev_cache:16m max_size=@@MAX_SIZE@@
+                     inactive=@@INACTIVE@@ use_temp_path=off;
+
+    # gzip for JSON (and HTML, which nginx always includes) when the client accepts it; nginx
+    # makes the ETag weak and adds Vary: Accept-Encoding. The maps below predict when it does
+    # (status 200/403/404, one of those types, HTTP/1.1, "gzip" accepted without q=0), to drop
+    # the identity body's Repr-Digest from exactly those answers.
+    gzip on;
+    gzip_types application/json;
+    gzip_min_length 1;
+    gzip_proxied any;
+    gzip_vary on;
+    gzip_http_version 1.1;
+    map $http_accept_encoding $fxev_gzip_accepted {
+        default 0;
+        "~*(^|[ ,])gzip *(,|$|;(?! *q=0(\\.0*)? *(,|$)))" 1;
+    }
+    map "$fxev_gzip_accepted $server_protocol $status $sent_http_content_type" $fxev_gzipped {
+        default 0;
+        "~^1 HTTP/1\\.1 (200|403|404) (application/json|text/html)( *;.*)?$" 1;
+    }
+    map $fxev_gzipped $fxev_repr_digest {
+        0 $upstream_http_repr_digest;
+        1 "";
+    }
+    # The immutable routes: the auth step decides what may be cached; everything else passes.
+    map "$request_method $arg_as_of_revision" $fxev_as_of {
+        default 0;
+        "~^(GET|HEAD) ." 1;
+    }
+    # A fresh request id (UUID form) for what nginx answers by itself.
+    map $request_id $fxev_own_request_id {
+        "~^(?<a>.{8})(?<b>.{4})(?<c>.{4})(?<d>.{4})(?<e>.{12})$" "$a-$b-$c-$d-$e";
+    }
+    # The log's answers: the gateway's request id when it answered this request, a fresh one
+    # when the answer came from the cache.
+    map $upstream_cache_status $fxev_log_request_id {
+        default $fxev_own_request_id;
+        "" $upstream_http_x_request_id;
+        MISS $upstream_http_x_request_id;
+        EXPIRED $upstream_http_x_request_id;
+        BYPASS $upstream_http_x_request_id;
+    }
+
+    proxy_http_version 1.1;
+    proxy_connect_timeout 2s;
+    proxy_read_timeout 30s;
+    proxy_send_timeout 30s;
+    proxy_next_upstream error timeout;
+    proxy_next_upstream_tries 2;
+    proxy_next_upstream_timeout 10s;
+    # Slow clients are nginx's: answers are buffered, the gateways freed at once.
+    proxy_buffering on;
+    proxy_buffers 16 16k;
+    proxy_buffer_size 32k;
+
+    server {
+        listen @@LISTEN@@;
+
+        # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
+        location = /v1/rates {
+            error_page 418 = @fxev_pass;
+            if ($fxev_as_of = 0) { return 418; }
+@@IMMUTABLE@@
+        }
+        location ~ ^/v1/evidence/[^/]*$ {
+            error_page 418 = @fxev_pass;
+            if ($request_method !~ ^(GET|HEAD)$) { return 418; }
+@@IMMUTABLE@@
+        }
+        # The transparency log: public; cached as the gateway's Cache-Control says (tiles
+        # immutable, the checkpoint a few seconds), no token to check, a fresh X-Request-Id.
+        location /v1/log/ {
+            proxy_cache fxev_cache;
+            proxy_cache_key "log $request_uri";
+            proxy_cache_lock on;
+            proxy_hide_header X-Request-Id;
+            add_header X-Request-Id $fxev_log_request_id always;
+            add_header X-Cache $upstream_cache_status always;
+@@DIGEST@@
+@@STRIP@@
+@@UPSTREAM_HEADERS@@
+            proxy_pass http://fxev_gateways;
+        }
+        # Everything else: to a gateway as it came; the gateway checks, counts and records it.
+        location / {
+            error_page 502 504 = @fxev_down;
+            add_header X-Cache PASS always;
+@@DIGEST@@
+@@STRIP@@
+@@UPSTREAM_HEADERS@@
+            proxy_pass http://fxev_gateways;
+        }
+        location @fxev_pass {
+            error_page 502 504 = @fxev_down;
+            add_header X-Cache PASS always;
+@@DIGEST@@
+@@STRIP@@
+@@UPSTREAM_HEADERS@@
+            proxy_pass http://fxev_gateways;
+        }
+
+        # The auth step: the client's request, as a bodiless GET to a gateway's internal route,
+        # which checks the token, counts it, records it in the ledger and answers 200 (cache
+        # it: X-Request-Id, X-Fxev-Etag) or 401 (anything else, carried whole in X-Fxev-Answer).
+        location = /_fxev_auth {
+            internal;
+            proxy_pass http://fxev_gateways@@AUTH_PATH@@;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_set_header X-Original-URI $request_uri;
+            proxy_set_header X-Original-Method $request_method;
+            proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
+            proxy_set_header X-Fxev-Admitted "";
+            proxy_set_header X-Fxev-Expect "";
+            proxy_set_header X-Fxev-Answer "";
+@@UPSTREAM_HEADERS@@
+        }
+        # A refused (or 304) auth step: the gateway sends back the answer it carried, as it was.
+        location @fxev_answer {
+            rewrite ^ @@ANSWER_PATH@@? break;
+            add_header X-Cache PASS always;
+@@DIGEST@@
+            proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
+            proxy_set_header X-Fxev-Answer $fxev_answer;
+            proxy_set_header X-Fxev-Admitted "";
+            proxy_set_header X-Fxev-Expect "";
+            proxy_set_header X-Original-URI "";
+            proxy_set_header X-Original-Method "";
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+@@UPSTREAM_HEADERS@@
+            proxy_pass http://fxev_gateways;
+        }
+        # No gateway answered: the API's 503 body, retryable.
+        location @fxev_down {
+            default_type application/json;
+            add_header X-Request-Id $fxev_own_request_id always;
+            add_header Cache-Control no-store always;
+            add_header X-Cache PASS always;
+            set $fxev_down '{"code":"INTERNAL","message":"No gateway answered.","request_id":';
+            return 503 '$fxev_down"$fxev_own_request_id","retryable":true}';
+        }
+    }
+}
+"""
+
+# An immutable route: checked per request by the auth step, then served from the cache, keyed
+# on the URI and the ETag the gateway gave, so a correction (a new ETag) is a new key: no purge.
+IMMUTABLE = """\
+            auth_request /_fxev_auth;
+            auth_request_set $fxev_request_id $upstream_http_x_request_id;
+            auth_request_set $fxev_etag $upstream_http_x_fxev_etag;
+            auth_request_set $fxev_answer $upstream_http_x_fxev_answer;
+            error_page 401 = @fxev_answer;
+            error_page 500 502 504 = @fxev_down;
+            proxy_cache fxev_cache;
+            proxy_cache_key "$request_uri $fxev_etag $http_origin";
+            proxy_cache_valid 200 365d;
+            proxy_cache_lock on;
+            proxy_cache_lock_timeout 10s;
+            proxy_ignore_headers Cache-Control Expires Set-Cookie X-Accel-Expires
+                                 X-Accel-Redirect X-Accel-Limit-Rate X-Accel-Buffering
+                                 X-Accel-Charset;
+            proxy_next_upstream error timeout http_502 http_503 http_504;
+            # A cache fill: admitted and recorded by the auth step; sent only with that ETag.
+            proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
+            proxy_set_header X-Fxev-Admitted $fxev_request_id;
+            proxy_set_header X-Fxev-Expect $fxev_etag;
+            proxy_set_header X-Fxev-Answer "";
+            proxy_set_header X-Original-URI "";
+            proxy_set_header X-Original-Method "";
+            # Every answer has the auth step's request id, the one the ledger holds.
+            proxy_hide_header X-Request-Id;
+            add_header X-Request-Id $fxev_request_id always;
+            add_header X-Cache $upstream_cache_status always;
+@@DIGEST@@
+@@UPSTREAM_HEADERS@@
+            proxy_pass http://fxev_gateways;
+"""
+
+BLOCKS = {
+    "IMMUTABLE": IMMUTABLE,
+    "DIGEST": _DIGEST,
+    "STRIP": _STRIP,
+    "UPSTREAM_HEADERS": _UPSTREAM_HEADERS,
+}

@@ -1,0 +1,139 @@
+"""The gateway's side of the edge (docs/operating/edge.md#gateway), asked directly as the edge
+would: the auth step is the original request (same checks, count and ledger entry) in another
+form, the replay sends an answer back as it was, a cache fill is neither counted nor recorded,
+and none of them exists for a request without the edge's credential."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import requests
+
+from gateway import edge
+from tests.contract.conftest import Gateway, ledger_entries
+from tests.contract.test_api import assert_api_error
+
+AS_OF = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-30&as_of_revision=4"
+
+
+def credential(gateway: Gateway) -> str:
+    return (gateway.home / edge.SECRET_FILE).read_text(encoding="ascii").strip()
+
+
+def auth(
+    gateway: Gateway, target: str, token: str | None = "default", **headers: str
+) -> requests.Response:
+    """The edge's auth step for ``GET target``."""
+    sent = {"X-Fxev-Edge": credential(gateway), "X-Original-URI": target, **headers}
+    if token is not None:
+        sent["Authorization"] = f"Bearer {gateway.token if token == 'default' else token}"
+    sent.setdefault("X-Original-Method", "GET")
+    return requests.get(gateway.url(edge.AUTH_PATH), headers=sent, timeout=10)
+
+
+def replayed(gateway: Gateway, answer: requests.Response) -> requests.Response:
+    """What the edge's ``error_page 401`` fetches for a refused auth step."""
+    headers = {"X-Fxev-Edge": credential(gateway), edge.ANSWER: answer.headers[edge.ANSWER]}
+    return requests.get(gateway.url(edge.ANSWER_PATH), headers=headers, timeout=10)
+
+
+def test_the_auth_step_of_an_immutable_answer_is_a_bodiless_200_recorded_as_the_answer(
+    gateway: Gateway,
+) -> None:
+    direct = gateway.get(AS_OF)
+    answer = auth(gateway, AS_OF)
+    assert answer.status_code == 200 and answer.content == b""
+    assert answer.headers[edge.ETAG] == direct.headers["ETag"]
+    request_id = answer.headers["X-Request-Id"]
+    assert request_id != direct.headers["X-Request-Id"]
+    [entry] = ledger_entries(gateway.env, request_id)
+    assert entry["status"] == 200 and entry["method"] == "GET"
+    assert entry["path"] == "/v1/rates" and entry["query"] == AS_OF.partition("?")[2]
+    assert entry["sha256"] == hashlib.sha256(direct.content).hexdigest()
+    assert entry["bytes"] == len(direct.content)
+    assert entry["etag"] == direct.headers["ETag"]
+
+
+def test_any_other_answer_travels_whole_in_a_401_and_is_replayed_unchanged(
+    gateway: Gateway,
+) -> None:
+    for token, target, status, code in (
+        (None, AS_OF, 401, "UNAUTHORIZED"),
+        ("fxev_bogus", AS_OF, 401, "UNAUTHORIZED"),
+        ("default", AS_OF.replace("as_of_revision=4", "as_of_revision=999"), 400, None),
+        ("default", "/v1/evidence/not-a-uuid", 422, None),
+        ("default", "/v1/rates/latest?currency=USD&series=publicado", 200, None),
+    ):
+        answer = auth(gateway, target, token)
+        assert answer.status_code == 401 and answer.content == b""
+        assert "WWW-Authenticate" not in answer.headers
+        again = replayed(gateway, answer)
+        assert again.status_code == status
+        direct = gateway.get(target, token=token)
+        assert again.headers["Content-Type"] == direct.headers["Content-Type"]
+        assert again.headers.get("WWW-Authenticate") == direct.headers.get("WWW-Authenticate")
+        assert "Repr-Digest" in again.headers
+        if code is not None:
+            assert_api_error(again, status, code)
+        assert again.headers["Repr-Digest"].startswith("sha-256=:")
+        if token == "default":
+            [entry] = ledger_entries(gateway.env, again.headers["X-Request-Id"])
+            assert entry["sha256"] == hashlib.sha256(again.content).hexdigest()
+
+
+def test_if_none_match_is_a_recorded_304_replayed_with_its_headers(gateway: Gateway) -> None:
+    etag = gateway.get(AS_OF).headers["ETag"]
+    answer = auth(gateway, AS_OF, **{"If-None-Match": f"W/{etag}"})
+    again = replayed(gateway, answer)
+    assert again.status_code == 304 and again.content == b""
+    assert again.headers["ETag"] == etag
+    [entry] = ledger_entries(gateway.env, again.headers["X-Request-Id"])
+    assert entry["status"] == 304 and entry["sha256"] == hashlib.sha256(b"").hexdigest()
+
+
+def test_a_head_is_authorised_as_a_head(gateway: Gateway) -> None:
+    answer = auth(gateway, AS_OF, **{"X-Original-Method": "HEAD"})
+    assert answer.status_code == 200
+    [entry] = ledger_entries(gateway.env, answer.headers["X-Request-Id"])
+    assert entry["method"] == "HEAD" and entry["bytes"] == 0
+
+
+def test_a_cache_fill_is_sent_only_with_the_authorised_etag_and_not_recorded(
+    gateway: Gateway,
+) -> None:
+    answer = auth(gateway, AS_OF)
+    request_id, etag = answer.headers["X-Request-Id"], answer.headers[edge.ETAG]
+    fill = {"X-Fxev-Edge": credential(gateway), "X-Fxev-Admitted": request_id}
+    body = requests.get(gateway.url(AS_OF), headers=fill | {"X-Fxev-Expect": etag}, timeout=10)
+    assert body.status_code == 200 and body.headers["ETag"] == etag  # no token needed
+    assert body.headers["X-Request-Id"] == request_id
+    stale = requests.get(gateway.url(AS_OF), headers=fill | {"X-Fxev-Expect": '"0"'}, timeout=10)
+    assert stale.status_code == 503 and stale.json()["retryable"] is True
+    assert len(ledger_entries(gateway.env, request_id)) == 1  # the auth step's alone
+
+
+def test_without_the_credential_the_edge_routes_do_not_exist(gateway: Gateway) -> None:
+    packed = auth(gateway, AS_OF, token=None).headers[edge.ANSWER]
+    for headers in ({}, {"X-Fxev-Edge": "0" * 64}, {"X-Fxev-Edge": ""}):
+        for path in (edge.AUTH_PATH, edge.ANSWER_PATH):
+            sent = headers | {"X-Original-URI": AS_OF, edge.ANSWER: packed}
+            sent["Authorization"] = f"Bearer {gateway.token}"
+            assert_api_error(
+                requests.get(gateway.url(path), headers=sent, timeout=10), 404, "NOT_FOUND"
+            )
+        fill = headers | {"X-Fxev-Admitted": "x", "X-Fxev-Expect": '"0"'}
+        assert_api_error(
+            requests.get(gateway.url(AS_OF), headers=fill, timeout=10), 401, "UNAUTHORIZED"
+        )
+
+
+@pytest.mark.gateway_env(FXEV_RATE_LIMIT_PER_MIN="3")
+def test_the_auth_step_counts_like_a_direct_request(private_gateway: Gateway) -> None:
+    assert private_gateway.get(AS_OF).status_code == 200
+    assert auth(private_gateway, AS_OF).status_code == 200
+    assert auth(private_gateway, "/v1/evidence/x").status_code == 401  # a 422, counted
+    refused = replayed(private_gateway, auth(private_gateway, AS_OF))
+    assert_api_error(refused, 429, "RATE_LIMITED")
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert_api_error(private_gateway.get(AS_OF), 429, "RATE_LIMITED")

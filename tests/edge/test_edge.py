@@ -1,0 +1,259 @@
+"""The shipped edge (docs/operating/edge.md), seen from its clients: real nginx with the printed
+configuration in front of two real gateways (docs/decisions.md#edge).
+
+The tests run in this order on one topology; the last kills one of the gateways.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import threading
+import time
+from datetime import UTC, date, datetime
+
+import orjson
+import requests
+
+from builder.demo import local_source
+from gateway.sending import repr_digest
+from tests.contract.conftest import fxev, ledger_entries
+from tests.contract.test_api import assert_api_error
+from tests.edge.conftest import PER_MIN, Topology
+from tests.support.edge import start_edge
+from tokens.store import TokenStore, parse_token_id
+
+SEPTEMBER = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-30"
+AS_OF = SEPTEMBER + "&as_of_revision=5"
+LATEST = "/v1/rates/latest?currency=USD&series=publicado"
+IDENTITY = {"Accept-Encoding": "identity"}
+
+
+def evidence_path(topology: Topology, token: str) -> str:
+    latest = topology.get(LATEST, token).json()
+    detail = topology.get(f"/v1/observations/{latest['observacion_id']}", token).json()
+    return f"/v1/evidence/{detail['observacion']['evidencia_id']}"
+
+
+def raw(resp: requests.Response) -> bytes:
+    """The body's bytes as they came over the wire (``stream=True`` not needed: re-encoded)."""
+    return resp.content
+
+
+def cached(topology: Topology, path: str) -> requests.Response:
+    """``path`` in the edge's cache: asked until a HIT."""
+    token = topology.token("filler")
+    for _ in range(3):
+        resp = topology.get(path, token, **IDENTITY)
+        assert resp.status_code == 200, resp.text
+        if resp.headers["X-Cache"] == "HIT":
+            return resp
+    raise AssertionError(f"{path} never came from the cache")
+
+
+def assert_same_refusal(edge: requests.Response, direct: requests.Response) -> None:
+    """The gateway's own answer: status, body but its request id, the API's headers."""
+    assert edge.status_code == direct.status_code
+    mine, theirs = edge.json(), direct.json()
+    assert {**mine, "request_id": ""} == {**theirs, "request_id": ""}
+    assert mine["request_id"] == edge.headers["X-Request-Id"]
+    for name in ("WWW-Authenticate", "Retry-After", "Cache-Control", "Content-Type"):
+        assert edge.headers.get(name) == direct.headers.get(name), name
+
+
+def test_the_first_answer_fills_the_cache_and_the_next_is_a_hit(topology: Topology) -> None:
+    token = topology.token()
+    first = topology.get(AS_OF, token, **IDENTITY)
+    second = topology.get(AS_OF, token, **IDENTITY)
+    direct = topology.get(AS_OF, token, via=topology.gateways[0].base_url, **IDENTITY)
+    assert (first.headers["X-Cache"], second.headers["X-Cache"]) == ("MISS", "HIT")
+    for resp in (first, second):
+        assert resp.status_code == 200 and resp.content == direct.content
+        for name in ("ETag", "Cache-Control", "Cache-Tag", "Repr-Digest", "Content-Type"):
+            assert resp.headers[name] == direct.headers[name], name
+        assert "Date" in resp.headers
+    latest = topology.get(LATEST, token)
+    assert latest.status_code == 200 and latest.headers["X-Cache"] == "PASS"
+
+
+def test_refused_tokens_get_401_on_a_cached_url(topology: Topology) -> None:
+    for path in (AS_OF, evidence_path(topology, topology.token())):
+        cached(topology, path)
+        revoked = topology.token("revoked")
+        assert topology.get(path, revoked).status_code == 200
+        with TokenStore.open(topology.home) as store:
+            store.revoke(parse_token_id(revoked) or "", datetime.now(UTC))
+        expired = topology.token("expired", expires=date(2020, 1, 1))
+        for token in (None, "fxev_bogus", expired, revoked):
+            edge = topology.get(path, token)
+            direct = topology.get(path, token, via=topology.gateways[1].base_url)
+            assert_api_error(edge, 401, "UNAUTHORIZED")
+            assert_same_refusal(edge, direct)
+            assert edge.headers["X-Cache"] == "PASS"
+        # The edge's own headers from a client change nothing.
+        forged = {"X-Fxev-Edge": "0" * 64, "X-Fxev-Admitted": "x", "X-Original-URI": path}
+        assert_api_error(topology.get(path, None, **forged), 401, "UNAUTHORIZED")
+
+
+def test_over_the_limit_gets_429_counted_with_direct_requests(topology: Topology) -> None:
+    token = topology.token()
+    cached(topology, AS_OF)
+    half = PER_MIN // 2
+    for n in range(PER_MIN):
+        via = topology.gateways[n % 2].base_url if n < half else None
+        assert topology.get(AS_OF, token, via=via).status_code == 200
+    edge = topology.get(AS_OF, token)
+    direct = topology.get(AS_OF, token, via=topology.gateways[0].base_url)
+    assert_api_error(edge, 429, "RATE_LIMITED")
+    assert_same_refusal(edge, direct)
+    assert 1 <= int(edge.headers["Retry-After"]) <= 60
+    [entry] = ledger_entries(topology.env, edge.headers["X-Request-Id"])
+    assert entry["status"] == 429
+
+
+def test_every_answer_has_a_fresh_request_id_in_the_ledger(topology: Topology) -> None:
+    token = topology.token()
+    evidence = evidence_path(topology, token)
+    etag = cached(topology, AS_OF).headers["ETag"]
+    answers = [
+        topology.get(AS_OF, token, **IDENTITY),  # a hit
+        topology.get(AS_OF, token),  # a hit, gzip
+        topology.get(AS_OF, token, method="HEAD"),
+        topology.get(AS_OF, token, **{"If-None-Match": etag}),
+        topology.get(evidence, token),
+        topology.get(evidence.replace("/evidence/", "/evidence/x"), token),  # 422
+        topology.get(SEPTEMBER + "&as_of_revision=999", token),  # 400
+        topology.get(LATEST, token),
+        topology.get("/v1/nowhere", token),
+    ]
+    ids = [resp.headers["X-Request-Id"] for resp in answers]
+    assert len(set(ids)) == len(ids)
+    for resp in answers:
+        [entry] = ledger_entries(topology.env, resp.headers["X-Request-Id"])
+        assert entry["status"] == resp.status_code
+        assert entry["method"] == resp.request.method
+        assert entry["sha256"] == hashlib.sha256(resp.content).hexdigest()  # identity bytes
+
+
+def test_gzip_decompresses_to_the_gateways_bytes_with_a_weak_etag(topology: Topology) -> None:
+    token = topology.token()
+    direct = topology.get(AS_OF, token, via=topology.gateways[0].base_url, **IDENTITY)
+    for path in (AS_OF, LATEST, "/v1/nowhere"):
+        for _ in range(2):  # a miss, then a hit (for the as-of page)
+            sent = requests.get(
+                topology.edge.url(path),
+                headers={"Authorization": f"Bearer {token}", "Accept-Encoding": "gzip"},
+                stream=True,
+                timeout=15,
+            )
+            wire = sent.raw.read(decode_content=False)
+            assert sent.headers["Content-Encoding"] == "gzip"
+            assert "Accept-Encoding" in sent.headers["Vary"]
+            assert "Repr-Digest" not in sent.headers
+            body = gzip.decompress(wire)
+            [entry] = ledger_entries(topology.env, sent.headers["X-Request-Id"])
+            assert entry["sha256"] == hashlib.sha256(body).hexdigest()
+            if path == AS_OF:
+                assert body == direct.content
+                assert sent.headers["ETag"] == "W/" + direct.headers["ETag"]
+    plain = topology.get(AS_OF, token, **IDENTITY)
+    assert "Content-Encoding" not in plain.headers
+    assert plain.headers["ETag"] == direct.headers["ETag"]
+    assert plain.headers["Repr-Digest"] == repr_digest(hashlib.sha256(plain.content).hexdigest())
+    refused = topology.get(AS_OF, None, **{"Accept-Encoding": "gzip"})  # a 401: not compressed
+    assert "Content-Encoding" not in refused.headers
+    assert refused.headers["Repr-Digest"] == repr_digest(
+        hashlib.sha256(refused.content).hexdigest()
+    )
+
+
+def test_if_none_match_answers_304(topology: Topology) -> None:
+    token = topology.token()
+    etag = cached(topology, AS_OF).headers["ETag"]
+    for tag in (etag, "W/" + etag):
+        resp = topology.get(AS_OF, token, **{"If-None-Match": tag})
+        assert resp.status_code == 304 and resp.content == b""
+        assert resp.headers["ETag"] == etag
+    assert topology.get(AS_OF, token, **{"If-None-Match": '"other"'}).status_code == 200
+
+
+def test_the_internal_routes_are_unreachable_from_outside(topology: Topology) -> None:
+    token = topology.token()
+    for path in ("/_edge/auth", "/_edge/answer", "/_edge/auth?x=1"):
+        headers = {"X-Original-URI": AS_OF, "X-Fxev-Edge": "0" * 64}
+        assert_api_error(topology.get(path, token, **headers), 404, "NOT_FOUND")
+        for gateway in topology.gateways:
+            direct = topology.get(path, token, via=gateway.base_url, **headers)
+            assert_api_error(direct, 404, "NOT_FOUND")
+    assert topology.get("/_fxev_auth", token).status_code == 404  # nginx's internal location
+
+
+def test_a_published_correction_is_served_on_the_very_next_request(topology: Topology) -> None:
+    token = topology.token()
+    before = cached(topology, AS_OF)
+    with local_source() as (local, answer):
+        answer[0] = (200, b"21/09/2026|3.401|3.409|\r\n", "text/plain")
+        captured = orjson.loads(
+            fxev(topology.env, "capture", "--url", local + "/a/txt/tipoCambio.txt")[-1]
+        )
+    assert captured["outcome"] == "correccion"
+    fxev(topology.env, "build")
+    after = topology.get(AS_OF, token, **IDENTITY)
+    direct = topology.get(AS_OF, token, via=topology.gateways[1].base_url, **IDENTITY)
+    assert after.status_code == 200 and after.content == direct.content != before.content
+    assert after.headers["ETag"] == direct.headers["ETag"] != before.headers["ETag"]
+    assert after.headers["X-Cache"] == "MISS"
+    assert topology.get(AS_OF, token, **IDENTITY).headers["X-Cache"] == "HIT"
+
+
+def test_the_log_paths_keep_the_gateways_request_id_when_it_answered(topology: Topology) -> None:
+    resp = topology.get("/v1/log/nothing-here")
+    assert_api_error(resp, 404, "NOT_FOUND")  # its body's request_id is the header's
+    assert resp.headers["X-Cache"] == "MISS"
+
+
+def test_the_cache_survives_a_restart_of_the_edge(topology: Topology) -> None:
+    token = topology.token()
+    before = cached(topology, AS_OF)
+    config = (topology.edge.prefix / "nginx.conf").read_text()
+    prefix, base_url = topology.edge.prefix, topology.edge.base_url
+    topology.edge.stop()
+    text = config.removeprefix("user root;\n")
+    topology.edge = start_edge(text, prefix, base_url, "/v1/health/live")
+    again = topology.get(AS_OF, token, **IDENTITY)
+    assert again.headers["X-Cache"] == "HIT" and again.content == before.content
+
+
+def test_one_gateway_killed_under_load_costs_at_most_the_requests_in_flight(
+    topology: Topology,
+) -> None:
+    paths = [AS_OF, LATEST, evidence_path(topology, topology.token())]
+    threads, per_thread = 4, 40  # under the per-minute limit of each thread's own token
+    failures: list[str] = []
+    done = [0]
+
+    def client(token: str) -> None:
+        session = requests.Session()
+        for n in range(per_thread):
+            try:
+                resp = session.get(
+                    topology.edge.url(paths[n % len(paths)]),
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=15,
+                )
+                if resp.status_code != 200:
+                    failures.append(f"{resp.status_code} {resp.text[:200]}")
+            except requests.RequestException as error:
+                failures.append(repr(error))
+            done[0] += 1
+
+    workers = [threading.Thread(target=client, args=(topology.token(),)) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    while done[0] < threads * per_thread // 3:
+        time.sleep(0.01)
+    topology.gateways[0].kill()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert done[0] == threads * per_thread
+    assert len(failures) <= threads, failures

@@ -1,0 +1,100 @@
+"""``fxev edge config``'s text (pure) and the packing of an answer the edge carries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sanic.response import HTTPResponse
+
+from gateway import edge
+from gateway.edge_config import EdgePlan, check_address, edge_config
+
+CREDENTIAL = "ab" * 32
+PLAN = EdgePlan(
+    listen="127.0.0.1:8080",
+    upstreams=("127.0.0.1:8001", "10.0.0.2:8000"),
+    cache_dir=Path("/var/cache/fxev-edge"),
+    credential=CREDENTIAL,
+)
+
+
+def test_the_config_names_every_gateway_the_listener_and_the_cache() -> None:
+    text = edge_config(PLAN)
+    assert "listen 127.0.0.1:8080;" in text
+    assert "server 127.0.0.1:8001 max_fails=1 fail_timeout=5s;" in text
+    assert "server 10.0.0.2:8000 max_fails=1 fail_timeout=5s;" in text
+    assert "proxy_cache_path /var/cache/fxev-edge " in text
+    assert "@@" not in text and text.endswith("}\n")
+    assert text.count("{") == text.count("}")
+
+
+def test_the_credential_is_only_sent_to_the_gateways() -> None:
+    lines = [line.strip() for line in edge_config(PLAN).splitlines() if CREDENTIAL in line]
+    assert lines and all(line == f"proxy_set_header X-Fxev-Edge {CREDENTIAL};" for line in lines)
+
+
+def test_every_location_that_proxies_blanks_or_sets_the_edge_headers() -> None:
+    text = edge_config(PLAN)
+    assert text.count("proxy_pass ") == text.count("proxy_set_header X-Fxev-Edge ")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"listen": "8080"},
+        {"listen": "127.0.0.1:0"},
+        {"upstreams": ()},
+        {"upstreams": ("a b:80",)},
+        {"cache_dir": Path("relative")},
+        {"cache_dir": Path("/x;y")},
+        {"credential": "short"},
+    ],
+)
+def test_a_bad_plan_is_refused(change: dict[str, object]) -> None:
+    fields = {
+        "listen": PLAN.listen,
+        "upstreams": PLAN.upstreams,
+        "cache_dir": PLAN.cache_dir,
+        "credential": PLAN.credential,
+        **change,
+    }
+    with pytest.raises(ValueError):
+        edge_config(EdgePlan(**fields))  # type: ignore[arg-type]
+
+
+def test_addresses() -> None:
+    assert check_address("[::1]:8000") == "[::1]:8000"
+    assert check_address("gateway-1.internal:8000") == "gateway-1.internal:8000"
+    with pytest.raises(ValueError):
+        check_address("host:65536")
+
+
+header_text = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1)
+
+
+@given(
+    status=st.sampled_from([200, 304, 400, 401, 404, 422, 429, 503]),
+    headers=st.dictionaries(
+        st.from_regex(r"X-[A-Za-z]{1,10}", fullmatch=True), header_text, max_size=5
+    ),
+    body=st.binary(max_size=300),
+)
+def test_a_packed_answer_unpacks_to_itself(
+    status: int, headers: dict[str, str], body: bytes
+) -> None:
+    response = HTTPResponse(body, status=status, headers=headers, content_type="application/json")
+    got_status, got_headers, got_body = edge.unpack(edge.pack(response))
+    assert got_status == status and got_body == body
+    expected = list(headers.items())
+    if body:
+        expected.insert(0, ("content-type", "application/json"))
+    assert got_headers == expected
+
+
+@pytest.mark.parametrize("text", ["", "not base64!", "MjAw"])
+def test_what_is_not_a_packed_answer_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        edge.unpack(text)
