@@ -22,7 +22,7 @@ from builder.tree.reader import TreeReader
 from gateway import pagetoken
 from gateway.access import admit
 from gateway.explorer import setup_explorer
-from gateway.fleet_limits import RedisGate
+from gateway.fleet_limits import FleetAlerts, RedisGate
 from gateway.http1 import GatewayProtocol
 from gateway.ledger import Ledger, ledger_folder
 from gateway.ledgering import ledgered, recorded
@@ -69,7 +69,8 @@ def create_app_from_env() -> Sanic:
 
 
 def setup_stores(app: Sanic) -> None:
-    """Open the token and alert stores once per worker, after the fork."""
+    """Open the token and alert stores once per worker, after the fork. In fleet mode both are
+    in Redis: a gateway host has no alert store (docs/operating/fleet.md#alerts)."""
 
     @app.before_server_start
     async def open_stores(app: Sanic) -> None:
@@ -80,12 +81,13 @@ def setup_stores(app: Sanic) -> None:
             app.ctx.fleet = RedisGate.open(settings.redis_url, limits)
             app.ctx.tokens = app.ctx.token_check = app.ctx.limiter = app.ctx.fleet
             app.ctx.secret = app.ctx.fleet.page_secret()
+            app.ctx.alerts = FleetAlerts(app.ctx.fleet.client)
         else:
             app.ctx.tokens = TokenStore.open(settings.home)
             app.ctx.token_check = CachedTokenCheck(app.ctx.tokens)  # re-read on a change
             app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
             app.ctx.limiter = RateLimiter.open(settings.home, limits)
-        app.ctx.alerts = AlertView.open(settings.home)
+            app.ctx.alerts = AlertView.open(settings.home)
         app.ctx.view = PublishedView(TreeReader(settings.site))
         app.ctx.lima = LimaClock()
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None

@@ -1,4 +1,5 @@
-"""Fleet mode's shared state in Redis (``FXEV_REDIS_URL``): tokens, limits, the page secret.
+"""Fleet mode's shared state in Redis (``FXEV_REDIS_URL``): tokens, limits, the page secret,
+and the alert state the operator publishes (:class:`FleetAlerts`).
 
 Every gateway of every host asks one Redis, so the rules of one host (docs/rate-limits.md) hold
 across the fleet. A request of ``/v1`` costs **one round trip**: one ``EVALSHA`` of
@@ -33,6 +34,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from builder.ops.alerts import Alert
+from builder.ops.shared_alerts import NotShared, SharedAlerts
 from gateway.errors import NotReady
 from gateway.ratelimit import WINDOW_US, Decision, LimaClock, Limits, after_wait
 from tokens.redis_store import micros, record_of, token_key
@@ -191,3 +194,17 @@ class RedisGate:
         if value is None:
             raise NotReady("The page-token secret is missing from Redis.")
         return bytes.fromhex(_text(value))
+
+
+class FleetAlerts(SharedAlerts):
+    """The alert state a gateway serves in fleet mode, read from Redis on each ``/v1/alerts``
+    and ``/v1/health/freshness`` (:mod:`builder.ops.shared_alerts`): Redis unreachable, or no
+    state published yet, is 503 ``INTERNAL``, retryable, never an empty list."""
+
+    def list(self, open_only: bool = True) -> list[Alert]:
+        try:
+            return super().list(open_only)
+        except redis.RedisError as error:
+            raise NotReady("The shared state is unavailable.") from error
+        except NotShared as error:
+            raise NotReady("The alert state has not been published yet.") from error
