@@ -5,8 +5,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 # make run PORT=8001 serves the demo on another port.
 PORT   ?= 8000
+FLEET_PORTS ?= 8001,8002
 
-.PHONY: install run test lint fmt bench bench-gateway clean
+.PHONY: install run fleet test lint fmt bench bench-gateway clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +19,12 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m builder.demo --serve --port $(PORT)
+
+# Redis, the store, the operator's home and two gateway hosts on one machine (docs/operating/
+# fleet.md#make-fleet); Ctrl-C stops every process it started. make fleet FLEET_PORTS=9001,9002
+fleet: $(STAMP)
+	bash tests/fleet/install-redis.sh
+	$(PY) -m builder.fleet --ports $(FLEET_PORTS)
 
 test: $(STAMP)
 	bash tests/browser/install-chromium.sh
