@@ -58,20 +58,21 @@ def limit_rate(request: Request) -> None:
 
 
 def admit(request: Request) -> None:
-    """The steps before every authenticated handler: the token (401), then its limits (429).
+    """The steps before every authenticated handler on one host: the token (401), then its
+    limits (429)."""
+    authenticate(request)
+    limit_rate(request)
 
-    In fleet mode (``app.ctx.fleet``, docs/operating/fleet.md#redis) both are one round trip to
-    Redis; Redis unreachable is 503 ``INTERNAL``, retryable."""
-    gate: RedisGate | None = request.app.ctx.fleet
-    if gate is None:
-        authenticate(request)
-        limit_rate(request)
-        return
+
+async def admit_fleet(request: Request) -> None:
+    """:func:`admit` in fleet mode (docs/operating/fleet.md#redis): both steps are one round trip
+    to Redis, awaited; Redis unreachable is 503 ``INTERNAL``, retryable."""
+    gate: RedisGate = request.app.ctx.fleet
     request.ctx.auth_checked = True
     token = presented_token(request)
     if token is None:
         raise Unauthorized("A bearer token is required.")
-    record, decision = gate.admit(token, now_us())
+    record, decision = await gate.admit_async(token, now_us())
     if record is None:
         raise InvalidToken("The token is invalid, revoked or expired.")
     request.ctx.token = record

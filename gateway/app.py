@@ -20,7 +20,7 @@ from builder.core.settings import Settings, load_settings
 from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
 from gateway import pagetoken
-from gateway.access import admit
+from gateway.access import admit, admit_fleet
 from gateway.explorer import setup_explorer
 from gateway.fleet_limits import FleetAlerts, RedisGate
 from gateway.http1 import GatewayProtocol
@@ -97,7 +97,7 @@ def setup_stores(app: Sanic) -> None:
     @app.after_server_stop
     async def close_stores(app: Sanic) -> None:
         if app.ctx.fleet is not None:
-            app.ctx.fleet.close()
+            await app.ctx.fleet.aclose()
         else:
             app.ctx.token_check.close()
             app.ctx.tokens.close()
@@ -121,7 +121,9 @@ def setup_errors(app: Sanic) -> None:
 
 
 def setup_routes(app: Sanic) -> None:
-    """Every ``/v1`` route, behind :func:`admit` when it needs a token, and ledgered."""
+    """Every ``/v1`` route, behind :func:`admit` (in fleet mode :func:`admit_fleet`) when it
+    needs a token, and ledgered."""
+    gate = admit_fleet if app.ctx.settings.redis_url else admit
     for path, handler, needs_token in ROUTES:
-        wrapped = ledgered(handler, admit if needs_token else None)
+        wrapped = ledgered(handler, gate if needs_token else None)
         app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)

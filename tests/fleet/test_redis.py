@@ -1,15 +1,20 @@
-"""Fleet mode's Redis (docs/operating/fleet.md#redis): the limiter's script against one host's.
+"""Fleet mode's Redis (docs/operating/fleet.md#redis): the limiter's script against one host's,
+and the pipelined connection that carries it.
 What two gateways sharing one Redis must do is tested on the whole topology
 (``tests/fleet/test_topology.py``)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from gateway.fleet_limits import RedisGate
 from gateway.ratelimit import Limits, RateLimiter, epoch_us
+from gateway.redis_pipe import PipeError, PipelinedScript, command
 from tests.fleet.conftest import seconds_to_lima_midnight
 from tests.fleet.redis_server import RedisServer
 
@@ -32,3 +37,32 @@ def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_p
     finally:
         gate.close()
         files.close()
+
+
+def test_the_pipe_answers_in_order_reloads_a_flushed_script_and_reconnects(
+    redis_server: RedisServer,
+) -> None:
+    """The gate's pipelined connection (gateway/redis_pipe.py): many calls in flight matched in
+    order; after ``SCRIPT FLUSH`` the script is sent again in full; Redis down is a
+    :class:`PipeError`, and the next call after it returns connects again."""
+    script = "return {tonumber(ARGV[1]) * 2, KEYS[1]}"
+
+    async def scenario() -> None:
+        pipe = PipelinedScript(redis_server.url, script, timeout_s=2.0)
+        try:
+            replies = await asyncio.gather(*(pipe.call((f"k{n}",), (n,)) for n in range(200)))
+            assert replies == [[2 * n, f"k{n}".encode()] for n in range(200)]
+            admin = redis_server.client()
+            admin.script_flush()
+            admin.close()
+            assert await pipe.call(("again",), (21,)) == [42, b"again"]
+            redis_server.stop()
+            with pytest.raises(PipeError):
+                await pipe.call(("down",), (1,))
+            redis_server.start()
+            assert await pipe.call(("back",), (2,)) == [4, b"back"]
+        finally:
+            pipe.close()
+
+    assert command("EVALSHA", b"ab", 1) == b"*3\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n1\r\n"
+    asyncio.run(scenario())
