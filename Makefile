@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8000
 FLEET_PORTS ?= 8001,8002
 
-.PHONY: install run fleet test lint fmt bench bench-gateway clean
+.PHONY: install run fleet test lint fmt bench bench-gateway bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,12 +38,16 @@ lint: $(STAMP)
 fmt: $(STAMP)
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
 
-bench: bench-gateway
+bench: bench-gateway bench-fleet
 	$(PY) -m bench
 
 # wrk and nginx from Debian's packages (installed if missing); the gateway beside nginx.
 bench-gateway: $(STAMP)
 	sh bench/install-tools.sh && $(PY) -m bench.gateway_load
+
+# One gateway in fleet mode (Redis) against the same gateway on one host, in one run.
+bench-fleet: $(STAMP)
+	sh bench/install-tools.sh && bash tests/fleet/install-redis.sh && $(PY) -m bench.fleet_gateway
 
 # The demo's home and its tree go together (a tree belongs to one registry); site_out's
 # tracked .gitignore stays.
