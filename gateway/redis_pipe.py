@@ -3,7 +3,8 @@
 Each worker keeps **one** connection and writes every request's ``EVALSHA`` to it as the request
 arrives, without waiting for the answers before; Redis answers in order, so replies are matched
 to requests first in, first out (RESP, parsed by hiredis). Many requests in flight share one
-connection, one read and one write system call per burst, and on the server one AOF ``fsync``
+connection, one read and one write system call per burst (the commands of one turn of the event
+loop are written together), and on the server one AOF ``fsync``
 per event-loop turn (``appendfsync always``): a general client (``redis.asyncio``) spent more
 CPU per request than the rest of the gateway (docs/performance.md#fleet).
 
@@ -51,6 +52,7 @@ class _Connection(asyncio.Protocol):
         self.timeout_s = timeout_s
         self.loop = asyncio.get_running_loop()
         self.watching = False
+        self.pending: list[bytes] = []  # written once per turn of the loop
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
@@ -78,11 +80,18 @@ class _Connection(asyncio.Protocol):
         future = self.loop.create_future()
         self.waiting.append(future)
         self.sent.append(self.loop.time())
-        self.transport.write(data)
+        if not self.pending:
+            self.loop.call_soon(self._flush)
+        self.pending.append(data)
         if not self.watching:
             self.watching = True
             self.loop.call_later(self.timeout_s / 2, self._watch)
         return future
+
+    def _flush(self) -> None:
+        data, self.pending = b"".join(self.pending), []
+        if self.transport is not None:
+            self.transport.write(data)
 
     def _watch(self) -> None:
         if self.sent and self.loop.time() - self.sent[0] > self.timeout_s:
