@@ -5,9 +5,8 @@ Every gateway of every host asks one Redis, so the rules of one host (docs/rate-
 across the fleet. A request of ``/v1`` costs **one round trip**: one ``EVALSHA`` of
 :data:`ADMIT`, which checks the token and counts it against its limits atomically; the worker
 awaits it, serving other requests meanwhile, on one pipelined connection
-(:mod:`gateway.redis_pipe`). The script is
-sent once per connection pool (redis-py's ``Script`` loads it on ``NOSCRIPT``, as after a restart
-of Redis). Keys, all of one token under one cluster hash tag ``{<id>}``:
+(:mod:`gateway.redis_pipe`), which sends the script in full (``EVAL``) when Redis answers
+``NOSCRIPT``, as after a restart. Keys, all of one token under one cluster hash tag ``{<id>}``:
 
 ``fxev:tok:{<id>}``             the token's record, a hash (:mod:`tokens.redis_store`)
 ``fxev:rl:{<id>}:min``          a list: the instants (us) of its last ``per_min`` accepted
