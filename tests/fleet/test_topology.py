@@ -278,11 +278,16 @@ def test_the_store_stopped_gateways_keep_answering_from_their_mirrors(fleet: Top
 
 
 def load(
-    fleet: Topology, tokens: list[str], seconds: float, per_client: int
-) -> list[requests.Response | None]:
-    """Each token a client alternating between the gateways, until ``seconds`` passed or it sent
-    ``per_client`` requests; every response (None: the connection failed)."""
-    got: list[requests.Response | None] = []
+    fleet: Topology,
+    tokens: list[str],
+    seconds: float,
+    per_client: int,
+    got: list[requests.Response | None],
+    pause_s: float = 0.05,
+) -> None:
+    """Each token a client alternating between the gateways, ``pause_s`` between its requests,
+    until ``seconds`` passed or it sent ``per_client``; every response is appended to ``got`` as
+    it comes (None: the connection failed)."""
     lock = threading.Lock()
     end = time.monotonic() + seconds
 
@@ -296,14 +301,13 @@ def load(
                 resp = None
             with lock:
                 got.append(resp)
-            time.sleep(0.05)
+            time.sleep(pause_s)
 
     threads = [threading.Thread(target=client, args=(n, t)) for n, t in enumerate(tokens)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
-    return got
 
 
 def test_redis_stopped_under_load_is_503_admits_nothing_past_the_limit_and_comes_back(
@@ -311,7 +315,7 @@ def test_redis_stopped_under_load_is_503_admits_nothing_past_the_limit_and_comes
 ) -> None:
     token = issue(fleet, "outage")[1]
     got: list[requests.Response | None] = []
-    loader = threading.Thread(target=lambda: got.extend(load(fleet, [token] * 4, 8, 60)))
+    loader = threading.Thread(target=load, args=(fleet, [token] * 4, 8, 60, got))
     loader.start()
     time.sleep(1.5)
     fleet.redis.stop()
@@ -341,16 +345,19 @@ def test_every_response_under_load_with_a_gateway_killed_has_its_shipped_ledger_
 ) -> None:
     tokens = [issue(fleet, f"ledger-{n}")[1] for n in range(4)]
     got: list[requests.Response | None] = []
-    loader = threading.Thread(target=lambda: got.extend(load(fleet, tokens, 10, PER_MIN)))
+    # About 6 s of load (20 requests a client, 0.3 s apart); the kill lands in its middle.
+    loader = threading.Thread(target=load, args=(fleet, tokens, 15, PER_MIN, got, 0.3))
     loader.start()
-    time.sleep(2)
-    victim = fleet.gateways[0].serve
-    victim.kill()  # SIGKILL, its workers too: nothing shipped at its shutdown
-    time.sleep(1)
-    victim.start()
+    time.sleep(1.5)
+    victim = fleet.gateways[0]
+    assert loader.is_alive()
+    answered_before = [resp for resp in list(got) if resp and resp.url.startswith(victim.url)]
+    victim.serve.kill()  # SIGKILL, its workers too: nothing shipped at its shutdown
+    victim.serve.start()
     loader.join(timeout=120)
     received = [resp for resp in got if resp is not None]
-    assert len(received) >= 40
+    assert len(received) >= 20 and len(got) == len(tokens) * PER_MIN
+    assert answered_before  # it served under load, then was killed
     ids = {resp.headers["X-Request-Id"] for resp in received}
 
     def shipped() -> set[str]:
