@@ -4,11 +4,12 @@ process it started on Ctrl-C (SIGINT) or SIGTERM."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from builder.core.errors import Conflict, FxevError
@@ -38,6 +39,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Where each host's stores are, and how they reach Redis and the store: the topology's to say.
+OWNED = ("FXEV_HOME", "FXEV_SITE", "FXEV_REDIS_URL", "FXEV_STORE_URL", "FXEV_S3_ENDPOINT")
+
+
+def passed_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The caller's ``FXEV_*`` settings (limits, sources, ...) for every host of the fleet."""
+    return {k: v for k, v in environ.items() if k.startswith("FXEV_") and k not in OWNED}
+
+
 def interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -47,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         ports = [int(port) for port in args.ports.split(",")]
         check_ports(ports)
-        topology = plan(args.root, gateway_ports=ports)
+        topology = plan(args.root, gateway_ports=ports, settings=passed_settings(os.environ))
     except (FxevError, ValueError) as error:
         print(f"fxev fleet: {error}", file=sys.stderr)
         return getattr(error, "exit_code", 1)

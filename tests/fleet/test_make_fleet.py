@@ -15,6 +15,8 @@ from pathlib import Path
 
 import requests
 
+from builder.fleet import plan
+from builder.fleet.__main__ import passed_settings
 from builder.fleet.processes import ROOT
 
 CURL = re.compile(r"^curl -H 'Authorization: Bearer (\S+)' '(http://127\.0\.0\.1:\d+)(\S+)'$")
@@ -96,3 +98,18 @@ def test_it_prints_a_working_curl_per_gateway_and_ctrl_c_stops_everything(
     while any(alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert [pid for pid in started if alive(pid)] == []
+
+
+def test_the_callers_settings_reach_every_host_but_the_topologys_own(tmp_path: Path) -> None:
+    environ = {
+        "FXEV_RATE_LIMIT_PER_MIN": "1000",
+        "FXEV_HOME": "/elsewhere",
+        "FXEV_REDIS_URL": "redis://far:6379/0",
+        "PATH": "/usr/bin",
+    }
+    settings = passed_settings(environ)
+    assert settings == {"FXEV_RATE_LIMIT_PER_MIN": "1000"}
+    topology = plan(tmp_path / "fleet", settings=settings)
+    assert topology.gateways[0].env["FXEV_RATE_LIMIT_PER_MIN"] == "1000"
+    assert topology.operator_env["FXEV_RATE_LIMIT_PER_MIN"] == "1000"
+    assert not (tmp_path / "fleet").exists()  # planned, nothing made
