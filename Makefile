@@ -5,8 +5,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 # make run PORT=8001 serves the demo on another port.
 PORT   ?= 8000
+FLEET_PORTS ?= 8001,8002
 
-.PHONY: install run test lint fmt bench bench-gateway bench-edge clean
+.PHONY: install run fleet test lint fmt bench bench-gateway bench-edge bench-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +19,12 @@ install: $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m builder.demo --serve --port $(PORT)
+
+# Redis, the store, the operator's home and two gateway hosts on one machine (docs/operating/
+# fleet.md#make-fleet); Ctrl-C stops every process it started. make fleet FLEET_PORTS=9001,9002
+fleet: $(STAMP)
+	bash tests/fleet/install-redis.sh
+	$(PY) -m builder.fleet --ports $(FLEET_PORTS)
 
 test: $(STAMP)
 	bash tests/browser/install-chromium.sh
@@ -32,7 +39,7 @@ lint: $(STAMP)
 fmt: $(STAMP)
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .
 
-bench: bench-gateway bench-edge
+bench: bench-gateway bench-edge bench-fleet
 	$(PY) -m bench
 
 # wrk and nginx from Debian's packages (installed if missing); the gateway beside nginx.
@@ -43,6 +50,10 @@ bench-gateway: $(STAMP)
 # and the gateway alone, at 32 and 64 connections.
 bench-edge: $(STAMP)
 	sh bench/install-tools.sh && $(PY) -m bench.edge_load
+
+# One gateway in fleet mode (Redis) against the same gateway on one host, in one run.
+bench-fleet: $(STAMP)
+	sh bench/install-tools.sh && bash tests/fleet/install-redis.sh && $(PY) -m bench.fleet_gateway
 
 # The demo's home and its tree go together (a tree belongs to one registry); site_out's
 # tracked .gitignore stays.

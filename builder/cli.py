@@ -32,7 +32,7 @@ from builder.capture.backfill import (
 from builder.capture.centralbank import capture_centralbank
 from builder.capture.importer import import_csv
 from builder.capture.operator import annotate, parse_annotation, publish_series
-from builder.capture.run import Stores
+from builder.capture.run import open_stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
 from builder.core.business_days import today_in_lima
@@ -62,10 +62,6 @@ DESCRIPTION = "fxev: the operator's command line (capture, build, tokens, servin
 def emit(value: dict[str, Any]) -> None:
     sys.stdout.write(orjson.dumps(value).decode() + "\n")
     sys.stdout.flush()
-
-
-def open_stores(settings: Settings) -> closing[Stores]:
-    return closing(Stores.open(settings.home))
 
 
 def require(path: Path, what: str, setting: str = "FXEV_HOME") -> None:
@@ -158,7 +154,7 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_alerts_list(args: argparse.Namespace, settings: Settings) -> int:
-    with open_stores(settings) as stores:
+    with open_stores(settings, share_alerts=True) as stores:
         sync_alerts(stores.registry, stores.alerts)  # docs/operating/alerts.md#follow-the-registry
         alerts = stores.alerts.list(open_only=not args.all)
     emit({"items": [alert.to_json() for alert in alerts]})
@@ -167,7 +163,7 @@ def cmd_alerts_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def _alert_transition(name: str) -> Callable[[argparse.Namespace, Settings], int]:
     def run(args: argparse.Namespace, settings: Settings) -> int:
-        with open_stores(settings) as stores:
+        with open_stores(settings, share_alerts=True) as stores:
             sync_alerts(stores.registry, stores.alerts)
             move = stores.alerts.acknowledge if name == "ack" else stores.alerts.resolve
             alert = move(args.id, args.actor, clock.now(settings))

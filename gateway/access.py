@@ -59,23 +59,27 @@ def limit_rate(request: Request) -> None:
 
 
 def admit(request: Request) -> None:
-    """The steps before every authenticated handler: the token (401), then its limits (429).
-
-    In fleet mode (``app.ctx.fleet``, docs/operating/fleet.md#redis) both are one round trip to
-    Redis; Redis unreachable is 503 ``INTERNAL``, retryable. A cache fill from the edge was
-    admitted (and counted) by the edge's auth step already (:mod:`gateway.edge`)."""
+    """The steps before every authenticated handler on one host: the token (401), then its
+    limits (429). A cache fill from the edge was admitted (and counted) by the edge's auth step
+    already (:mod:`gateway.edge`)."""
     if getattr(request.ctx, "edge", None) == FILL:
         return
-    gate: RedisGate | None = request.app.ctx.fleet
-    if gate is None:
-        authenticate(request)
-        limit_rate(request)
+    authenticate(request)
+    limit_rate(request)
+
+
+async def admit_fleet(request: Request) -> None:
+    """:func:`admit` in fleet mode (docs/operating/fleet.md#redis): both steps are one round trip
+    to Redis, awaited; Redis unreachable is 503 ``INTERNAL``, retryable. A cache fill from the
+    edge was admitted by its auth step already."""
+    if getattr(request.ctx, "edge", None) == FILL:
         return
+    gate: RedisGate = request.app.ctx.fleet
     request.ctx.auth_checked = True
     token = presented_token(request)
     if token is None:
         raise Unauthorized("A bearer token is required.")
-    record, decision = gate.admit(token, now_us())
+    record, decision = await gate.admit_async(token, now_us())
     if record is None:
         raise InvalidToken("The token is invalid, revoked or expired.")
     request.ctx.token = record

@@ -20,9 +20,9 @@ from builder.core.settings import Settings, load_settings
 from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
 from gateway import edge, pagetoken
-from gateway.access import admit
+from gateway.access import admit, admit_fleet
 from gateway.explorer import setup_explorer
-from gateway.fleet_limits import EDGE_SECRET_KEY, RedisGate
+from gateway.fleet_limits import EDGE_SECRET_KEY, FleetAlerts, RedisGate
 from gateway.http1 import GatewayProtocol
 from gateway.ledger import Ledger, ledger_folder
 from gateway.ledgering import ledgered, recorded
@@ -69,7 +69,8 @@ def create_app_from_env() -> Sanic:
 
 
 def setup_stores(app: Sanic) -> None:
-    """Open the token and alert stores once per worker, after the fork."""
+    """Open the token and alert stores once per worker, after the fork. In fleet mode both are
+    in Redis: a gateway host has no alert store (docs/operating/fleet.md#alerts)."""
 
     @app.before_server_start
     async def open_stores(app: Sanic) -> None:
@@ -81,6 +82,7 @@ def setup_stores(app: Sanic) -> None:
             app.ctx.tokens = app.ctx.token_check = app.ctx.limiter = app.ctx.fleet
             app.ctx.secret = app.ctx.fleet.page_secret()
             app.ctx.edge_secret = app.ctx.fleet.page_secret(EDGE_SECRET_KEY).hex()
+            app.ctx.alerts = FleetAlerts(app.ctx.fleet.client)
         else:
             app.ctx.tokens = TokenStore.open(settings.home)
             app.ctx.token_check = CachedTokenCheck(app.ctx.tokens)  # re-read on a change
@@ -89,7 +91,7 @@ def setup_stores(app: Sanic) -> None:
                 settings.home, edge.SECRET_FILE
             ).hex()
             app.ctx.limiter = RateLimiter.open(settings.home, limits)
-        app.ctx.alerts = AlertView.open(settings.home)
+            app.ctx.alerts = AlertView.open(settings.home)
         app.ctx.view = PublishedView(TreeReader(settings.site))
         app.ctx.lima = LimaClock()
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None
@@ -99,7 +101,7 @@ def setup_stores(app: Sanic) -> None:
     @app.after_server_stop
     async def close_stores(app: Sanic) -> None:
         if app.ctx.fleet is not None:
-            app.ctx.fleet.close()
+            await app.ctx.fleet.aclose()
         else:
             app.ctx.token_check.close()
             app.ctx.tokens.close()
@@ -123,9 +125,11 @@ def setup_errors(app: Sanic) -> None:
 
 
 def setup_routes(app: Sanic) -> None:
-    """Every ``/v1`` route, behind :func:`admit` when it needs a token, and ledgered; and the
-    edge's replay route, an unknown path to anyone but the edge (:mod:`gateway.edge`)."""
+    """Every ``/v1`` route, behind :func:`admit` (in fleet mode :func:`admit_fleet`) when it
+    needs a token, and ledgered; and the edge's replay route, an unknown path to anyone but the
+    edge (:mod:`gateway.edge`)."""
+    gate = admit_fleet if app.ctx.settings.redis_url else admit
     for path, handler, needs_token in ROUTES:
-        wrapped = ledgered(handler, admit if needs_token else None)
+        wrapped = ledgered(handler, gate if needs_token else None)
         app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)
     app.add_route(edge.replay, edge.ANSWER_PATH, methods=METHODS, name="edge_replay")

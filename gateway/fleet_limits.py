@@ -1,10 +1,12 @@
-"""Fleet mode's shared state in Redis (``FXEV_REDIS_URL``): tokens, limits, the page secret.
+"""Fleet mode's shared state in Redis (``FXEV_REDIS_URL``): tokens, limits, the page secret,
+and the alert state the operator publishes (:class:`FleetAlerts`).
 
 Every gateway of every host asks one Redis, so the rules of one host (docs/rate-limits.md) hold
 across the fleet. A request of ``/v1`` costs **one round trip**: one ``EVALSHA`` of
-:data:`ADMIT`, which checks the token and counts it against its limits atomically. The script is
-sent once per connection pool (redis-py's ``Script`` loads it on ``NOSCRIPT``, as after a restart
-of Redis). Keys, all of one token under one cluster hash tag ``{<id>}``:
+:data:`ADMIT`, which checks the token and counts it against its limits atomically; the worker
+awaits it, serving other requests meanwhile, on one pipelined connection
+(:mod:`gateway.redis_pipe`), which sends the script in full (``EVAL``) when Redis answers
+``NOSCRIPT``, as after a restart. Keys, all of one token under one cluster hash tag ``{<id>}``:
 
 ``fxev:tok:{<id>}``             the token's record, a hash (:mod:`tokens.redis_store`)
 ``fxev:rl:{<id>}:min``          a list: the instants (us) of its last ``per_min`` accepted
@@ -34,8 +36,11 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from builder.ops.alerts import Alert
+from builder.ops.shared_alerts import NotShared, SharedAlerts
 from gateway.errors import NotReady
 from gateway.ratelimit import WINDOW_US, Decision, LimaClock, Limits, after_wait
+from gateway.redis_pipe import PipeError, PipelinedScript
 from tokens.redis_store import micros, record_of, token_key
 from tokens.store import TokenRecord, parse_token_id, token_hash
 
@@ -108,8 +113,9 @@ class RedisGate:
     ``acquire_us`` as :class:`gateway.ratelimit.RateLimiter`) plus :meth:`admit`, both at once.
     """
 
-    def __init__(self, client: redis.Redis, limits: Limits) -> None:
+    def __init__(self, client: redis.Redis, limits: Limits, pipe: PipelinedScript | None = None):
         self.client = client
+        self.pipe = pipe
         self.limits = limits
         self._admit = client.register_script(ADMIT)
         self._lima = LimaClock()
@@ -117,12 +123,22 @@ class RedisGate:
 
     @classmethod
     def open(cls, url: str, limits: Limits) -> RedisGate:
-        return cls(connect(url), limits)
+        """In a worker, on its event loop: a client for each side (the ``/v1`` gate awaits its
+        round trip; the few synchronous paths, such as the explorer's, block on theirs)."""
+        return cls(connect(url), limits, PipelinedScript(url, ADMIT, TIMEOUT_S))
 
     def close(self) -> None:
         self.client.close()
 
-    def _run(self, token_id: str, text_hash: str, now_us: int) -> list[Any]:
+    async def aclose(self) -> None:
+        self.close()
+        if self.pipe is not None:
+            self.pipe.close()
+
+    def _call(
+        self, token_id: str, text_hash: str, now_us: int
+    ) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+        """The script's keys and arguments for one request."""
         span = self._lima.day(now_us)
         keys = (token_key(token_id), minute_key(token_id), day_key(token_id, span.day.isoformat()))
         limits = self.limits
@@ -136,10 +152,32 @@ class RedisGate:
             WINDOW_US,
             day_expiry_ms,
         )
+        return keys, args
+
+    def _run(self, token_id: str, text_hash: str, now_us: int) -> list[Any]:
+        keys, args = self._call(token_id, text_hash, now_us)
         try:
             return self._admit(keys=keys, args=args)  # type: ignore[no-any-return]
         except redis.RedisError as error:
             raise NotReady("The shared state is unavailable.") from error
+
+    async def admit_async(
+        self, token_text: str, now_us: int
+    ) -> tuple[TokenRecord | None, Decision]:
+        """:meth:`admit` on the worker's event loop: while Redis answers, the worker serves
+        other requests, and Redis writes the scripts of all of them to its AOF with one fsync."""
+        token_id = parse_token_id(token_text)
+        if token_id is None:
+            return None, after_wait(0)
+        keys, args = self._call(token_id, token_hash(token_text), now_us)
+        assert self.pipe is not None, "opened without its event loop's pipe"
+        try:
+            found = await self.pipe.call(keys, args)
+        except PipeError as error:
+            raise NotReady("The shared state is unavailable.") from error
+        if found[0] == 0:
+            return None, after_wait(0)
+        return self._record(token_id, found[2:]), after_wait(int(found[1]))
 
     def admit(self, token_text: str, now_us: int) -> tuple[TokenRecord | None, Decision]:
         """The token's record (None: unknown, revoked or expired at ``now_us``) and, for a valid
@@ -194,3 +232,17 @@ class RedisGate:
         if value is None:
             raise NotReady("A shared secret is missing from Redis.")
         return bytes.fromhex(_text(value))
+
+
+class FleetAlerts(SharedAlerts):
+    """The alert state a gateway serves in fleet mode, read from Redis on each ``/v1/alerts``
+    and ``/v1/health/freshness`` (:mod:`builder.ops.shared_alerts`): Redis unreachable, or no
+    state published yet, is 503 ``INTERNAL``, retryable, never an empty list."""
+
+    def list(self, open_only: bool = True) -> list[Alert]:
+        try:
+            return super().list(open_only)
+        except redis.RedisError as error:
+            raise NotReady("The shared state is unavailable.") from error
+        except NotShared as error:
+            raise NotReady("The alert state has not been published yet.") from error

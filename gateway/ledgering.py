@@ -11,7 +11,8 @@ replaces may have left (docs/operating/ledger.md#failed).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from sanic import Request
@@ -27,14 +28,32 @@ from gateway.stamps import utc_now_text
 from tokens.store import TokenRecord
 
 
-def ledgered(handler: Handler, gate: Callable[[Request], None] | None = None) -> Handler:
-    """Every route: ``gate`` (if any) then the handler; its answer, or its error's, recorded
-    before it leaves. One coroutine per request, whatever the steps."""
+def ledgered(
+    handler: Handler, gate: Callable[[Request], Awaitable[None] | None] | None = None
+) -> Handler:
+    """Every route: ``gate`` (if any, awaited if it is a coroutine function) then the handler;
+    its answer, or its error's, recorded before it leaves. One coroutine per request, whatever
+    the steps."""
+    if gate is not None and inspect.iscoroutinefunction(gate):
+        return _ledgered_async(handler, gate)
 
     async def run(request: Request, **kwargs: str) -> HTTPResponse:
         try:
             if gate is not None:
                 gate(request)
+            response = await handler(request, **kwargs)
+        except Exception as exception:
+            response = error_response(request, exception)
+        return await recorded(request, response)
+
+    run.__name__ = handler.__name__
+    return run
+
+
+def _ledgered_async(handler: Handler, gate: Callable[[Request], Awaitable[None]]) -> Handler:
+    async def run(request: Request, **kwargs: str) -> HTTPResponse:
+        try:
+            await gate(request)
             response = await handler(request, **kwargs)
         except Exception as exception:
             response = error_response(request, exception)

@@ -8,9 +8,10 @@ sources' runs.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from builder.core.vocabulary import CURRENCY
 from builder.disk.blobs import BlobStore
 from builder.ops import health
 from builder.ops.alerts import Alert, AlertStore
+from builder.ops.shared_alerts import share, share_or_warn
 from builder.registry.store import Registry
 
 # Worst first: the run's outcome is the worst of its dates' outcomes.
@@ -56,6 +58,26 @@ class Stores:
     def close(self) -> None:
         self.registry.close()
         self.alerts.close()
+
+
+@contextlib.contextmanager
+def open_stores(settings: Settings, *, share_alerts: bool = False) -> Iterator[Stores]:
+    """The home's stores for one command. In fleet mode, the alert state is published to Redis
+    when the command leaves them, if it changed since it was last published, or always with
+    ``share_alerts`` (the ``alerts`` commands): docs/operating/fleet.md#alerts."""
+    stores = Stores.open(settings.home)
+    try:
+        yield stores
+    except BaseException:
+        if settings.redis_url:
+            with contextlib.suppress(Exception):  # the command's own error is the one to tell
+                share(stores.alerts, settings.redis_url)
+        raise
+    else:
+        if settings.redis_url:
+            share_or_warn(stores.alerts, settings.redis_url, strict=share_alerts)
+    finally:
+        stores.close()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -158,7 +158,7 @@ SETTINGS: tuple[Setting, ...] = (
         "FXEV_REDIS_URL",
         "redis_url",
         None,
-        "fleet mode: Redis shared by every gateway (limits, tokens, page-token secret)",
+        "fleet mode: Redis shared by every gateway (limits, tokens, page-token secret, alerts)",
         unset="unset (one host, local files)",
     ),
     Setting(

@@ -4,6 +4,9 @@ Its own SQLite file, not revisioned. A condition (type + source, plus ``fecha_se
 alerts) has at most one alert that is not ``resuelta``: the same condition recurring bumps its
 ``contador`` and ``ultima_vez`` instead of opening a duplicate. After ``resuelta`` it opens anew.
 
+Every transaction that changes the store moves its ``generation`` (``alert_state``): fleet mode
+publishes the whole state under it (:mod:`builder.ops.shared_alerts`), newest wins.
+
 Alerts follow the registry (docs/operating/alerts.md#follow-the-registry): the store remembers
 the last registry revision whose events it applied (``registry_applied``) and which alerts each
 revision touched (``revision_alerts``). ``apply_revision`` applies one revision's actions and moves
@@ -74,6 +77,12 @@ CREATE TABLE IF NOT EXISTS revision_alerts (
     alert_id TEXT NOT NULL,
     PRIMARY KEY (revision, ord)
 );
+CREATE TABLE IF NOT EXISTS alert_state (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    store_id   TEXT NOT NULL,           -- this store, once: a fleet tells one operator from another
+    generation INTEGER NOT NULL,        -- +1 by every transaction that changed an alert
+    shared     INTEGER NOT NULL         -- the generation last published to Redis (fleet mode)
+);
 """
 
 
@@ -142,6 +151,17 @@ def condition_key(tipo: str, fuente: str | None, fecha_serie: str | None = None)
     return ":".join(parts)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class AlertState:
+    """What the store holds at one generation: every alert, newest ``ultima_vez`` first, and
+    ``shared``, the generation last published to Redis (-1: never)."""
+
+    store_id: str
+    generation: int
+    shared: int
+    alerts: tuple[Alert, ...]
+
+
 class AlertView:
     """Reading alerts: what the gateway serves. Writing is ``AlertStore``'s."""
 
@@ -162,6 +182,11 @@ class AlertView:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO alert_state (id, store_id, generation, shared)"
+                " VALUES (1, ?, 0, -1)",
+                (uuid.uuid4().hex,),
+            )
         finally:
             os.close(folder)
         return cls(conn)
@@ -179,6 +204,19 @@ class AlertView:
         """Alerts by ``ultima_vez`` descending, then ``id``; open means abierta or reconocida."""
         where = "estado != 'resuelta'" if open_only else "1 = 1"
         return self._fetch(f"{where} ORDER BY ultima_vez DESC, id", ())
+
+    def state(self) -> AlertState:
+        """Every alert (ordered as :meth:`list`) with the generation they are at, read in one
+        transaction so the two agree."""
+        self.conn.execute("BEGIN")
+        try:
+            store_id, generation, shared = self.conn.execute(
+                "SELECT store_id, generation, shared FROM alert_state WHERE id = 1"
+            ).fetchone()
+            alerts = self.list(open_only=False)
+        finally:
+            self.conn.execute("COMMIT")
+        return AlertState(store_id, int(generation), int(shared), tuple(alerts))
 
     def _fetch(self, where: str, params: tuple[Any, ...]) -> list[Alert]:
         rows = self.conn.execute(f"SELECT * FROM alerts WHERE {where}", params).fetchall()
@@ -334,18 +372,29 @@ class AlertStore(AlertView):
             )
         return self.get(alert_id)
 
+    def mark_shared(self, generation: int) -> None:
+        """Redis now holds ``generation`` (or a newer one)."""
+        self.conn.execute(
+            "UPDATE alert_state SET shared = max(shared, ?) WHERE id = 1", (generation,)
+        )
+
     def _immediate(self) -> _Immediate:
         return _Immediate(self.conn)
 
 
 class _Immediate:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error) as a context manager."""
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on error) as a context manager; a
+    transaction that changed a row moves the store's generation before it commits."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.changes = 0
 
     def __enter__(self) -> None:
         self.conn.execute("BEGIN IMMEDIATE")
+        self.changes = self.conn.total_changes
 
     def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is None and self.conn.total_changes != self.changes:
+            self.conn.execute("UPDATE alert_state SET generation = generation + 1 WHERE id = 1")
         self.conn.execute("ROLLBACK" if exc_type else "COMMIT")

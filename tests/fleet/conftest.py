@@ -9,7 +9,7 @@ import dataclasses
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 from builder.capture.operator import annotate, parse_annotation
 from builder.capture.run import Stores
 from builder.cli import main
+from builder.core.vocabulary import LIMA
 from builder.publish.build import Builder
 from builder.publish.writer import TreeWriter
 from tests.fleet.redis_server import RedisServer
@@ -132,6 +133,12 @@ def fxev(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) ->
     return run
 
 
+def seconds_to_lima_midnight() -> float:
+    now = datetime.now(LIMA)
+    midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), tzinfo=LIMA)
+    return (midnight - now.astimezone(UTC)).total_seconds()
+
+
 @pytest.fixture(scope="module")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """One real ``redis-server`` for a test module (AOF on, in a temporary folder)."""
@@ -141,3 +148,11 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         yield server
     finally:
         server.stop()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Each phase's report on the item (``rep_call``), for the fixtures that print logs."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

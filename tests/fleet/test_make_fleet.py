@@ -1,0 +1,115 @@
+"""``make fleet`` (``python -m builder.fleet``) as a person runs it: it prints a token and a
+``curl`` line per gateway that answers, and Ctrl-C stops every process it started; a taken port
+is refused before anything starts."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from builder.fleet import plan
+from builder.fleet.__main__ import passed_settings
+from builder.fleet.processes import ROOT
+
+CURL = re.compile(r"^curl -H 'Authorization: Bearer (\S+)' '(http://127\.0\.0\.1:\d+)(\S+)'$")
+
+
+def children(pid: int) -> set[int]:
+    """Every process below ``pid``."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_taken_port_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "builder.fleet", "--root", str(tmp_path / "fleet"),
+             "--ports", f"0,{port}"],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and f"port {port}" in done.stderr
+    assert not (tmp_path / "fleet").exists()
+
+
+def test_it_prints_a_working_curl_per_gateway_and_ctrl_c_stops_everything(
+    tmp_path: Path,
+) -> None:
+    out = (tmp_path / "out").open("w+")
+    command = [sys.executable, "-m", "builder.fleet", "--root", str(tmp_path / "fleet")]
+    process = subprocess.Popen(
+        [*command, "--ports", "0,0"], cwd=ROOT, stdout=out, stderr=subprocess.DEVNULL, text=True
+    )
+    started: set[int] = set()
+    try:
+        deadline = time.monotonic() + 180
+        while "Ctrl-C" not in (text := (tmp_path / "out").read_text()):
+            assert process.poll() is None, text
+            assert time.monotonic() < deadline, text
+            time.sleep(0.5)
+        started = children(process.pid)
+        assert len(started) >= 6  # Redis, the store, two mirrors, two gateways (and workers)
+        curls = [match for line in text.splitlines() if (match := CURL.match(line))]
+        assert len(curls) == 2 and curls[0].group(2) != curls[1].group(2)
+        for curl in curls:
+            token, base, path = curl.groups()
+            resp = requests.get(
+                base + path, headers={"Authorization": f"Bearer {token}"}, timeout=10
+            )
+            assert resp.status_code == 200, resp.text
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+        out.close()
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [pid for pid in started if alive(pid)] == []
+
+
+def test_the_callers_settings_reach_every_host_but_the_topologys_own(tmp_path: Path) -> None:
+    environ = {
+        "FXEV_RATE_LIMIT_PER_MIN": "1000",
+        "FXEV_HOME": "/elsewhere",
+        "FXEV_REDIS_URL": "redis://far:6379/0",
+        "PATH": "/usr/bin",
+    }
+    settings = passed_settings(environ)
+    assert settings == {"FXEV_RATE_LIMIT_PER_MIN": "1000"}
+    topology = plan(tmp_path / "fleet", settings=settings)
+    assert topology.gateways[0].env["FXEV_RATE_LIMIT_PER_MIN"] == "1000"
+    assert topology.operator_env["FXEV_RATE_LIMIT_PER_MIN"] == "1000"
+    assert not (tmp_path / "fleet").exists()  # planned, nothing made

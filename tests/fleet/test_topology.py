@@ -1,0 +1,386 @@
+"""The whole fleet on one machine, as ``make fleet`` runs it (:mod:`builder.fleet`), started once
+for this module: Redis, the store, the operator's home, two gateway hosts each with its own home,
+its own mirror (``fxev mirror --follow``) and ``fxev serve``. Every test talks HTTP to the real
+processes; load is bounded in time and count. Tests that stop a process start it again."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+import pytest
+import requests
+
+from builder.demo import local_source
+from builder.fleet import GatewayHost, Topology, plan
+from builder.fleet.processes import CREDENTIALS
+from builder.objstore.s3 import ObjectStore
+from gateway.shipping import INTERVAL_VARIABLE, shipped_entries
+from tests.contract.conftest import NOW
+from tests.fleet.conftest import seconds_to_lima_midnight
+
+PER_MIN = 20  # the day's limit too: a day count that survives shows as a wait to midnight
+COVERAGE = "/v1/coverage"
+LATEST = "/v1/rates/latest?currency=USD&series=publicado"
+RATES = "/v1/rates?currency=USD&series=publicado&from=2021-01-01&to=2023-12-31"
+MIRROR_INTERVAL_S = 1
+TEXT = "text/plain; charset=ISO-8859-1"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
+    settings = {
+        "FXEV_NOW": NOW,
+        "FXEV_RATE_LIMIT_PER_MIN": str(PER_MIN),
+        "FXEV_RATE_LIMIT_PER_DAY": str(PER_MIN),
+        "FXEV_MIRROR_INTERVAL_S": str(MIRROR_INTERVAL_S),
+        INTERVAL_VARIABLE: "2",
+    }
+    topology = plan(tmp_path_factory.mktemp("fleet"), settings=settings)
+    topology.start()
+    try:
+        yield topology
+    finally:
+        topology.stop()
+
+
+@pytest.fixture
+def store(fleet: Topology, monkeypatch: pytest.MonkeyPatch) -> Iterator[ObjectStore]:
+    """The fleet's store, as its hosts reach it."""
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    objects = ObjectStore(fleet.env["FXEV_STORE_URL"], fleet.env["FXEV_S3_ENDPOINT"])
+    try:
+        yield objects
+    finally:
+        objects.close()
+
+
+@pytest.fixture(autouse=True)
+def _print_logs_on_failure(request: pytest.FixtureRequest, fleet: Topology) -> Iterator[None]:
+    yield
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for service in fleet.started:
+            print(f"--- {service.name} ({service.log}) ---\n{service.log_text()[-4000:]}")
+
+
+def issue(fleet: Topology, name: str) -> tuple[str, str]:
+    lines = fleet.fxev(fleet.operator_env, "token", "issue", name).out.splitlines()
+    return orjson.loads(lines[-2])["id"], lines[-1]
+
+
+def get(gateway: GatewayHost, path: str, token: str, **headers: str) -> requests.Response:
+    headers["Authorization"] = f"Bearer {token}"
+    return requests.get(gateway.url + path, headers=headers, timeout=10)
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
+    """Seconds until ``condition`` held; fails after ``timeout_s``."""
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > timeout_s:
+            pytest.fail(f"not within {timeout_s}s: {what}")
+        time.sleep(0.2)
+    return time.monotonic() - start
+
+
+def assert_internal_retryable(resp: requests.Response) -> None:
+    assert resp.status_code == 503, resp.text
+    body = resp.json()
+    assert body["code"] == "INTERNAL" and body["retryable"] is True
+
+
+def latest(gateway: GatewayHost, token: str) -> dict[str, Any]:
+    resp = get(gateway, LATEST, token)
+    assert resp.status_code == 200, resp.text
+    return resp.json()  # type: ignore[no-any-return]
+
+
+def correct(fleet: Topology, line: bytes) -> int:
+    """Capture ``line`` as the text file's answer on the operator's host, build and publish; the
+    published revision."""
+    env = fleet.operator_env
+    with local_source() as (base, answer):
+        answer[0] = (200, line, TEXT)
+        captured = fleet.fxev(env, "capture", "--url", base + "/a/txt/tipoCambio.txt").last
+    assert captured["outcome"] == "correccion", captured
+    fleet.fxev(env, "build")
+    published = fleet.fxev(env, "publish").last
+    assert published["uploaded"] > 0
+    again = fleet.fxev(env, "publish").last  # a second run uploads nothing
+    assert again == {**published, "uploaded": 0, "skipped": 0}
+    return int(published["published_revision"])
+
+
+# -- Redis: limits, tokens, page secret ---------------------------------------------------------
+
+
+def test_one_token_through_both_gateways_gets_exactly_the_limit(fleet: Topology) -> None:
+    token = issue(fleet, "limit")[1]
+    statuses: list[int] = []
+    waits: list[int] = []
+    lock = threading.Lock()
+
+    def client(n: int) -> None:
+        for i in range(10):
+            resp = get(fleet.gateways[(n + i) % 2], COVERAGE, token, Connection="close")
+            with lock:
+                statuses.append(resp.status_code)
+                if resp.status_code == 429:
+                    assert resp.json()["code"] == "RATE_LIMITED"
+                    waits.append(int(resp.headers["Retry-After"]))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(statuses) == [200] * PER_MIN + [429] * 20
+    assert all(wait >= 1 for wait in waits)
+    if seconds_to_lima_midnight() < 120:
+        pytest.skip("too close to Lima's midnight to tell the day's count from the minute's")
+    assert min(waits) > 60  # the day's count is full: the wait runs to Lima's midnight
+
+    for gateway in fleet.gateways:  # both restarted: the count lives in Redis
+        gateway.serve.stop()
+        gateway.serve.start()
+    for gateway in fleet.gateways:
+        resp = get(gateway, COVERAGE, token)
+        assert resp.status_code == 429
+        assert int(resp.headers["Retry-After"]) > 60
+
+
+def test_a_revocation_on_the_operators_host_fails_the_next_request_on_both(
+    fleet: Topology,
+) -> None:
+    token_id, token = issue(fleet, "to-revoke")
+    for gateway in fleet.gateways:
+        assert get(gateway, COVERAGE, token).status_code == 200
+    fleet.fxev(fleet.operator_env, "token", "revoke", token_id)
+    for gateway in fleet.gateways:
+        resp = get(gateway, COVERAGE, token)
+        assert resp.status_code == 401
+        assert resp.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+
+
+def test_a_page_token_minted_by_one_gateway_is_accepted_by_the_other(fleet: Topology) -> None:
+    token = issue(fleet, "pages")[1]
+    first = get(fleet.gateways[0], RATES, token).json()
+    assert first["next_page_token"]
+    resp = get(fleet.gateways[1], RATES + f"&page_token={first['next_page_token']}", token)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["items"][0]["fecha_serie"] > first["items"][-1]["fecha_serie"]
+
+
+# -- alerts and freshness --------------------------------------------------------------------
+
+
+def test_alerts_and_freshness_agree_on_both_gateways_after_the_operator_acts(
+    fleet: Topology,
+) -> None:
+    token = issue(fleet, "alerts")[1]
+    env = fleet.operator_env
+
+    def seen() -> list[tuple[list[dict[str, Any]], int]]:
+        views = []
+        for gateway in fleet.gateways:
+            items = get(gateway, "/v1/alerts", token).json()["items"]
+            freshness = get(gateway, "/v1/health/freshness", token).json()
+            assert freshness["alertas_abiertas"] == len(items)
+            views.append((items, freshness["alertas_abiertas"]))
+        assert views[0] == views[1]
+        return views
+
+    operator_view = fleet.fxev(env, "alerts", "list").last["items"]
+    assert seen()[0][0] == operator_view
+    target = next(alert for alert in operator_view if alert["estado"] == "abierta")
+    fleet.fxev(env, "alerts", "ack", target["id"], "--actor", "ops")
+    items, count = seen()[0]
+    assert {a["id"]: a["estado"] for a in items}[target["id"]] == "reconocida"
+    assert count == len(operator_view)  # reconocida is still open
+    fleet.fxev(env, "alerts", "resolve", target["id"], "--actor", "ops")
+    items, count = seen()[0]
+    assert target["id"] not in {a["id"] for a in items} and count == len(operator_view) - 1
+
+
+# -- the store: publish, mirror, tampering, outage ---------------------------------------------
+
+
+def test_a_published_correction_reaches_both_gateways_within_the_mirror_interval(
+    fleet: Topology,
+) -> None:
+    token = issue(fleet, "correction")[1]
+    revision = correct(fleet, b"21/09/2026|3.358|3.366|\r\n")
+    for gateway in fleet.gateways:
+        took = wait_for(
+            lambda g=gateway: latest(g, token)["dataset_revision"] == revision,
+            MIRROR_INTERVAL_S + 15,
+            f"{gateway.name} serving revision {revision}",
+        )
+        body = latest(gateway, token)
+        assert (body["compra"], body["venta"]) == ("3.358", "3.366"), (body, took)
+
+
+def test_a_flipped_byte_in_the_store_is_refused_and_the_gateways_keep_serving(
+    fleet: Topology, store: ObjectStore
+) -> None:
+    token = issue(fleet, "tamper")[1]
+    for gateway in fleet.gateways:
+        gateway.mirror.stop()
+    held = latest(fleet.gateways[0], token)["dataset_revision"]
+    before = set(store.list_keys("objects/"))
+    try:
+        revision = correct(fleet, b"21/09/2026|3.359|3.367|\r\n")
+        added = sorted(set(store.list_keys("objects/")) - before)
+        assert added
+        key = added[0]
+        original = store.get(key)
+        assert original is not None
+        flipped = bytes([original[0] ^ 0x01]) + original[1:]
+        store.client.put_object(Bucket=store.bucket, Key=store.full_key(key), Body=flipped)
+        for gateway in fleet.gateways:
+            gateway.mirror.start()
+        for gateway in fleet.gateways:
+            refusing = f"{gateway.name}'s mirror refusing the object"
+            wait_for(lambda g=gateway: "refused" in g.mirror.new_log(), 20, refusing)
+            assert latest(gateway, token)["dataset_revision"] == held  # still serving
+        store.client.put_object(Bucket=store.bucket, Key=store.full_key(key), Body=original)
+        for gateway in fleet.gateways:
+            wait_for(
+                lambda g=gateway: latest(g, token)["dataset_revision"] == revision,
+                MIRROR_INTERVAL_S + 15,
+                f"{gateway.name} catching up once the object is whole again",
+            )
+    finally:
+        for gateway in fleet.gateways:
+            if not gateway.mirror.running:
+                gateway.mirror.start()
+
+
+def test_the_store_stopped_gateways_keep_answering_from_their_mirrors(fleet: Topology) -> None:
+    token = issue(fleet, "store-down")[1]
+    fleet.store.stop()
+    try:
+        for gateway in fleet.gateways:
+            for path in (LATEST, COVERAGE, "/v1/alerts"):
+                assert get(gateway, path, token).status_code == 200, path
+            wait_for(lambda g=gateway: "unreachable" in g.mirror.new_log(), 20, "a failed poll")
+            assert gateway.mirror.running
+    finally:
+        fleet.store.start()
+
+
+# -- Redis down under load ---------------------------------------------------------------------
+
+
+def load(
+    fleet: Topology,
+    tokens: list[str],
+    seconds: float,
+    per_client: int,
+    got: list[requests.Response | None],
+    pause_s: float = 0.05,
+) -> None:
+    """Each token a client alternating between the gateways, ``pause_s`` between its requests,
+    until ``seconds`` passed or it sent ``per_client``; every response is appended to ``got`` as
+    it comes (None: the connection failed)."""
+    lock = threading.Lock()
+    end = time.monotonic() + seconds
+
+    def client(n: int, token: str) -> None:
+        for i in range(per_client):
+            if time.monotonic() > end:
+                return
+            try:
+                resp: requests.Response | None = get(fleet.gateways[(n + i) % 2], COVERAGE, token)
+            except requests.RequestException:
+                resp = None
+            with lock:
+                got.append(resp)
+            time.sleep(pause_s)
+
+    threads = [threading.Thread(target=client, args=(n, t)) for n, t in enumerate(tokens)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+
+def test_redis_stopped_under_load_is_503_admits_nothing_past_the_limit_and_comes_back(
+    fleet: Topology,
+) -> None:
+    token = issue(fleet, "outage")[1]
+    got: list[requests.Response | None] = []
+    loader = threading.Thread(target=load, args=(fleet, [token] * 4, 8, 60, got))
+    loader.start()
+    time.sleep(1.5)
+    fleet.redis.stop()
+    time.sleep(2.5)
+    fleet.redis.start()  # the same port and folder: its AOF brings tokens and counts back
+    loader.join(timeout=120)
+    responses = [resp for resp in got if resp is not None]
+    statuses = [resp.status_code for resp in responses]
+    assert set(statuses) <= {200, 429, 503}, statuses
+    assert statuses.count(200) <= PER_MIN
+    assert 503 in statuses
+    for resp in responses:
+        if resp.status_code == 503:
+            assert_internal_retryable(resp)
+    again = issue(fleet, "after-outage")[1]
+    for gateway in fleet.gateways:
+        for _ in range(2):  # both workers reconnect
+            assert get(gateway, COVERAGE, again).status_code == 200
+    assert get(fleet.gateways[0], COVERAGE, token).status_code == 429  # the count survived
+
+
+# -- the ledger ------------------------------------------------------------------------------
+
+
+def test_every_response_under_load_with_a_gateway_killed_has_its_shipped_ledger_entry(
+    fleet: Topology, store: ObjectStore
+) -> None:
+    tokens = [issue(fleet, f"ledger-{n}")[1] for n in range(4)]
+    got: list[requests.Response | None] = []
+    # About 6 s of load (20 requests a client, 0.3 s apart); the kill lands in its middle.
+    loader = threading.Thread(target=load, args=(fleet, tokens, 15, PER_MIN, got, 0.3))
+    loader.start()
+    time.sleep(1.5)
+    victim = fleet.gateways[0]
+    assert loader.is_alive()
+    answered_before = [resp for resp in list(got) if resp and resp.url.startswith(victim.url)]
+    victim.serve.kill()  # SIGKILL, its workers too: nothing shipped at its shutdown
+    victim.serve.start()
+    loader.join(timeout=120)
+    received = [resp for resp in got if resp is not None]
+    assert len(received) >= 20 and len(got) == len(tokens) * PER_MIN
+    assert answered_before  # it served under load, then was killed
+    ids = {resp.headers["X-Request-Id"] for resp in received}
+
+    def shipped() -> set[str]:
+        return {entry["x_request_id"] for entry in shipped_entries(store)}
+
+    wait_for(lambda: ids <= shipped(), 30, "every received response shipped")
+    for request_id in sorted(ids)[:3]:  # as an operator finds them
+        shown = fleet.fxev(fleet.operator_env, "requests", "show", request_id).last["entries"]
+        assert [entry["x_request_id"] for entry in shown] == [request_id]
+
+
+def test_redis_holds_hashes_counts_and_the_alert_state_only(fleet: Topology) -> None:
+    import redis
+
+    client = redis.Redis.from_url(fleet.env["FXEV_REDIS_URL"])
+    try:
+        keys = sorted(key.decode() for key in client.keys("fxev:*"))
+        values = b"".join(
+            b"".join(client.hgetall(key).values()) for key in keys if key.startswith("fxev:tok:")
+        )
+    finally:
+        client.close()
+    assert {"fxev:page_secret", "fxev:tokens", "fxev:alerts"} <= set(keys)
+    assert any(key.endswith(":min") for key in keys)
+    assert b"fxev_" not in values  # no token's text, only its hash
+    assert (fleet.root / "redis" / "appendonlydir").is_dir()
