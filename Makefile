@@ -6,6 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 # make run PORT=8001 serves the demo on another port.
 PORT   ?= 8000
 FLEET_PORTS ?= 8001,8002
+EDGE_PORT ?= 8080
 
 .PHONY: install run fleet test lint fmt bench bench-gateway bench-edge bench-fleet clean
 
@@ -20,11 +21,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(PY) -m builder.demo --serve --port $(PORT)
 
-# Redis, the store, the operator's home and two gateway hosts on one machine (docs/operating/
-# fleet.md#make-fleet); Ctrl-C stops every process it started. make fleet FLEET_PORTS=9001,9002
+# Redis, the store, the operator's home, two gateway hosts and the edge in front of them on one
+# machine (docs/operating/fleet.md#make-fleet); Ctrl-C stops every process it started.
+# make fleet FLEET_PORTS=9001,9002 EDGE_PORT=9080
 fleet: $(STAMP)
 	bash tests/fleet/install-redis.sh
-	$(PY) -m builder.fleet --ports $(FLEET_PORTS)
+	bash tests/edge/install-nginx.sh
+	$(PY) -m builder.fleet --ports $(FLEET_PORTS) --edge-port $(EDGE_PORT)
 
 test: $(STAMP)
 	bash tests/browser/install-chromium.sh

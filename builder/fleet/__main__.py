@@ -24,18 +24,26 @@ def check_ports(ports: Sequence[int]) -> None:
             try:
                 probe.bind((HOST, port))
             except OSError:
-                raise Conflict(f"port {port} on {HOST} is taken; pick others: --ports") from None
+                raise Conflict(
+                    f"port {port} on {HOST} is taken; pick others (--ports, --edge-port)"
+                ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m builder.fleet",
-        description="make fleet: Redis, the store, the operator's home and two gateway hosts",
+        description=(
+            "make fleet: Redis, the store, the operator's home, two gateway hosts and the edge"
+        ),
     )
     parser.add_argument("--root", type=Path, default=Path("var/fleet"), help="the fleet's folder")
     parser.add_argument(
         "--ports", default="8001,8002", help="the gateways' ports, one per host (default 8001,8002)"
     )
+    parser.add_argument(
+        "--edge-port", type=int, default=8080,
+        help="the edge's port, in front of the gateways (default 8080; 0: a free one)",
+    )  # fmt: skip
     return parser
 
 
@@ -56,8 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         ports = [int(port) for port in args.ports.split(",")]
-        check_ports(ports)
-        topology = plan(args.root, gateway_ports=ports, settings=passed_settings(os.environ))
+        check_ports([*ports, args.edge_port])
+        topology = plan(
+            args.root, gateway_ports=ports, settings=passed_settings(os.environ),
+            edge_port=args.edge_port,
+        )  # fmt: skip
     except (FxevError, ValueError) as error:
         print(f"fxev fleet: {error}", file=sys.stderr)
         return getattr(error, "exit_code", 1)

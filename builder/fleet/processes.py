@@ -186,3 +186,38 @@ def s3_answers(endpoint: str) -> bool:
         return bool(s3.get_object(Bucket=BUCKET, Key="_probe")["Body"].read() == b"ok")
     except Exception:
         return False
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx") or (
+        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+    )
+    if found is None:
+        raise NotFound("nginx is not installed (make fleet installs it: run as root)")
+    return found
+
+
+# The edge's start: the configuration ``fxev edge config`` prints now (its credential is in Redis
+# in fleet mode, so it is asked for once Redis runs), ``user root;`` first when run as root (nginx's
+# workers would otherwise run as nobody), then nginx in the foreground in its place (``exec``), so
+# the service's PID is nginx's master.
+EDGE_SCRIPT = """set -e
+{ if [ "$(id -u)" -eq 0 ]; then echo 'user root;'; fi
+  "$0" -m builder edge config --listen "$1" --cache-dir "$2" $3; } > "$4"
+exec "$5" -p "$6" -e "$6/error.log" -c "$4" -g 'daemon off;'
+"""
+
+
+def edge_service(
+    root: Path, port: int, upstreams: Sequence[str], env: Mapping[str, str]
+) -> Service:
+    """The shipped edge (docs/operating/edge.md) on ``port``, in front of ``upstreams``."""
+    folder = root / "edge"
+    upstream_flags = " ".join(f"--upstream {upstream}" for upstream in upstreams)
+    argv = [
+        "sh", "-c", EDGE_SCRIPT, PYTHON, f"{HOST}:{port}", str(folder / "cache"), upstream_flags,
+        str(folder / "nginx.conf"), nginx_binary(), str(folder),
+    ]  # fmt: skip
+    url = f"http://{HOST}:{port}"
+    ready = lambda _: http_ok(url + "/v1/health/live")  # noqa: E731
+    return Service("edge", argv, env, folder / "edge.log", ready, url, folders=(folder,))

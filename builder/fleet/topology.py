@@ -20,6 +20,7 @@ from builder.fleet.processes import (
     ROOT,
     WEED_PORT_FLAGS,
     Service,
+    edge_service,
     free_ports,
     http_ok,
     redis_service,
@@ -169,9 +170,11 @@ def plan(
     gateway_ports: Sequence[int] = (0, 0),
     workers: int = 2,
     settings: Mapping[str, str] | None = None,
+    edge_port: int | None = None,
 ) -> Topology:
     """The topology under ``root``: one gateway host per port (0: a free one), the fleet's
-    ``settings`` (``FXEV_*``) on every host. Nothing starts until :meth:`Topology.start`."""
+    ``settings`` (``FXEV_*``) on every host, and with ``edge_port`` (0: a free one) the edge in
+    front of the gateways. Nothing starts until :meth:`Topology.start`."""
     root = root.resolve()
     redis_port, *weed_ports = free_ports(1 + len(WEED_PORT_FLAGS))
     store = store_service(root, dict(zip(WEED_PORT_FLAGS, weed_ports, strict=True)))
@@ -190,7 +193,11 @@ def plan(
     ports = [port or free_ports(1)[0] for port in gateway_ports]
     gateways = [_gateway_host(root, chr(ord("a") + n), port, env, workers) for n, port in
                 enumerate(ports)]  # fmt: skip
-    return Topology(root, fleet, operator, redis_service(root, redis_port), store, gateways)
+    topology = Topology(root, fleet, operator, redis_service(root, redis_port), store, gateways)
+    if edge_port is not None:
+        port = edge_port or free_ports(1)[0]
+        topology.add_front(edge_service(root, port, topology.upstreams, operator))
+    return topology
 
 
 def _home_env(folder: Path) -> dict[str, str]:

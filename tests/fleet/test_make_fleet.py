@@ -1,6 +1,6 @@
 """``make fleet`` (``python -m builder.fleet``) as a person runs it: it prints a token and a
-``curl`` line per gateway that answers, and Ctrl-C stops every process it started; a taken port
-is refused before anything starts."""
+``curl`` line per entry point (the edge, then each gateway) that answers, and Ctrl-C stops every
+process it started; a taken port is refused before anything starts."""
 
 from __future__ import annotations
 
@@ -65,13 +65,17 @@ def test_a_taken_port_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "fleet").exists()
 
 
-def test_it_prints_a_working_curl_per_gateway_and_ctrl_c_stops_everything(
+def test_it_prints_a_working_curl_per_entry_point_and_ctrl_c_stops_everything(
     tmp_path: Path,
 ) -> None:
     out = (tmp_path / "out").open("w+")
     command = [sys.executable, "-m", "builder.fleet", "--root", str(tmp_path / "fleet")]
     process = subprocess.Popen(
-        [*command, "--ports", "0,0"], cwd=ROOT, stdout=out, stderr=subprocess.DEVNULL, text=True
+        [*command, "--ports", "0,0", "--edge-port", "0"],
+        cwd=ROOT,
+        stdout=out,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     started: set[int] = set()
     try:
@@ -81,9 +85,9 @@ def test_it_prints_a_working_curl_per_gateway_and_ctrl_c_stops_everything(
             assert time.monotonic() < deadline, text
             time.sleep(0.5)
         started = children(process.pid)
-        assert len(started) >= 6  # Redis, the store, two mirrors, two gateways (and workers)
+        assert len(started) >= 7  # Redis, the store, two mirrors, two gateways, the edge
         curls = [match for line in text.splitlines() if (match := CURL.match(line))]
-        assert len(curls) == 2 and curls[0].group(2) != curls[1].group(2)
+        assert len(curls) == 3 and len({curl.group(2) for curl in curls}) == 3  # edge first
         for curl in curls:
             token, base, path = curl.groups()
             resp = requests.get(

@@ -1,6 +1,7 @@
 """The whole fleet on one machine, as ``make fleet`` runs it (:mod:`builder.fleet`), started once
 for this module: Redis, the store, the operator's home, two gateway hosts each with its own home,
-its own mirror (``fxev mirror --follow``) and ``fxev serve``. Every test talks HTTP to the real
+its own mirror (``fxev mirror --follow``) and ``fxev serve``, and the edge in front of them.
+Every test talks HTTP to the real
 processes; load is bounded in time and count. Tests that stop a process start it again."""
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
         "FXEV_MIRROR_INTERVAL_S": str(MIRROR_INTERVAL_S),
         INTERVAL_VARIABLE: "2",
     }
-    topology = plan(tmp_path_factory.mktemp("fleet"), settings=settings)
+    topology = plan(tmp_path_factory.mktemp("fleet"), settings=settings, edge_port=0)
     topology.start()
     try:
         yield topology
@@ -384,3 +385,27 @@ def test_redis_holds_hashes_counts_and_the_alert_state_only(fleet: Topology) -> 
     assert any(key.endswith(":min") for key in keys)
     assert b"fxev_" not in values  # no token's text, only its hash
     assert (fleet.root / "redis" / "appendonlydir").is_dir()
+
+
+def test_the_edge_serves_the_fleets_cached_answers_only_to_tokens_the_fleet_accepts(
+    fleet: Topology,
+) -> None:
+    [edge] = fleet.fronts
+    token_id, token = issue(fleet, "through-the-edge")
+    direct = get(fleet.gateways[0], LATEST, token)
+    as_of = f"{RATES}&as_of_revision={direct.json()['dataset_revision']}"
+    expected = get(fleet.gateways[1], as_of, token)
+    answers = [
+        requests.get(edge.url + as_of, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        for _ in range(2)
+    ]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert answers[1].headers["X-Cache"] == "HIT"
+    assert all(a.content == expected.content for a in answers)
+    request_ids = {a.headers["X-Request-Id"] for a in [expected, *answers]}
+    assert len(request_ids) == 3  # a hit has a request id of its own
+    fleet.fxev(fleet.operator_env, "token", "revoke", token_id)
+    refused = requests.get(
+        edge.url + as_of, headers={"Authorization": f"Bearer {token}"}, timeout=10
+    )
+    assert refused.status_code == 401 and refused.json()["code"] == "UNAUTHORIZED"
