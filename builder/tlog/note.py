@@ -67,7 +67,7 @@ def verifier_key(name: str, private: Ed25519PrivateKey) -> VerifierKey:
 
 
 def parse_verifier_key(text: str) -> VerifierKey:
-    parts = text.strip().split("+")
+    parts = text.strip().split("+", 2)
     if len(parts) != 3 or len(parts[1]) != 8:
         raise NoteError("a verifier key is <name>+<8 hex key id>+<base64 key>")
     name, id_hex, encoded = parts

@@ -329,3 +329,14 @@ def test_a_leaf_too_big_names_its_rows_list():
     assert decode(data, rows).rows["observations"] == tuple(sorted(many))
     with pytest.raises(LeafError):
         decode(data, rows.replace(many[0].encode(), b"0" * 64))
+
+
+def test_a_verifier_key_whose_base64_holds_a_plus_parses():
+    for seed in range(256):
+        key = note.verifier_key(
+            "fxev.local/k", Ed25519PrivateKey.from_private_bytes(bytes([seed]) * 32)
+        )
+        if "+" in key.text.split("+", 2)[2]:
+            assert note.parse_verifier_key(key.text) == key
+            return
+    pytest.fail("no seed gave a '+' in the key's base64")
