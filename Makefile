@@ -22,6 +22,7 @@ run: $(STAMP)
 test: $(STAMP)
 	bash tests/browser/install-chromium.sh
 	bash tests/fleet/install-redis.sh
+	bash tests/interop/install-go.sh
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
