@@ -154,7 +154,7 @@ class Builder:
             faults.crash_point("build_before_pointer")
             self.tree.publish(head.revision, sorted(tags))
         if log is not None and (signed or head.revision != published):
-            log.finish(head.revision)
+            log.finish(head.revision, published or 0)
         explorer.sweep(drawn)
         return BuildResult(head.revision, tuple(built), tuple(sorted(tags)))
 

@@ -12,7 +12,9 @@ the pointer names ``N``, ``log/checkpoint`` is replaced by it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -111,12 +113,14 @@ class LogWriter:
                 f" {last.size} this key signed (history rewritten)"
             ) from None
 
-    def finish(self, size: int) -> None:
-        """Once the pointer names ``size``: ``log/checkpoint`` becomes its checkpoint."""
+    def finish(self, size: int, previous: int) -> None:
+        """Once the pointer names ``size``: ``log/checkpoint`` becomes its checkpoint, and the
+        partial tiles the new ones supersede are pruned."""
         signed = self.reader.checkpoint(size)
         if signed is None:
             raise ConfigurationError(f"no checkpoint of size {size} was written")
         self._write(CHECKPOINT, signed.encode(), replace=True)
+        prune_partials(self.reader.root, previous, size)
 
     def _write(self, relative: str, data: bytes, replace: bool = False) -> None:
         path = self.reader.root / relative
@@ -124,3 +128,25 @@ class LogWriter:
             replace_durably(path, data, staging=self.tree.staging)
         else:
             write_once(path, data, staging=self.tree.staging)
+
+
+def prune_partials(root: Path, old: int, new: int) -> None:
+    """Remove the partial tiles of sizes ``old`` .. ``new`` that a wider (or full) tile now
+    holds: one partial tile of each level is kept, the newest, from which the tree's reader cuts
+    any narrower one (``builder.tree.log.LogReader.read_tile``). So the log's disk stays in
+    proportion to its leaves, not to the number of builds."""
+    for level in (-1, *range(tiles.levels(new))):
+        shift = tiles.HEIGHT * max(level, 0)
+        first, last = (old >> shift) // tiles.WIDTH, (new >> shift) // tiles.WIDTH
+        keep = (new >> shift) % tiles.WIDTH
+        for index in range(first, last + 1):
+            full = root / tiles.Tile(level, index).path
+            folder = full.parent / (full.name + ".p")
+            if not folder.is_dir():
+                continue
+            for name in os.listdir(folder):
+                if index < last or name != str(keep):
+                    (folder / name).unlink(missing_ok=True)
+            if index < last:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from builder.core.errors import IntegrityError
 from builder.disk.durable import replace_durably, write_once
+from builder.publish.log import prune_partials
 from builder.tlog import merkle, note, tiles
 from builder.tree.layout import LOG
-from builder.tree.log import CHECKPOINT, CHECKPOINTS, KEY, ROWS
+from builder.tree.log import CHECKPOINT, CHECKPOINTS, KEY, ROWS, LogReader
 
 Fetch = Callable[[str], bytes | None]
 
@@ -75,8 +76,10 @@ def pull_log(site: Path, held: int, head: int, fetch: Fetch, staging: Path) -> b
             got[f"{ROWS}/{number}"] = data
     key = fetch(f"{LOG}/{KEY}")
 
+    local = LogReader(site)
+
     def read(tile: tiles.Tile) -> bytes:
-        return got.get(tile.path) or (site / LOG / tile.path).read_bytes()
+        return got.get(tile.path) or local.read_tile(tile)
 
     try:
         checkpoint = note.parse_checkpoint(signed.decode().split("\n\n")[0] + "\n")
@@ -93,8 +96,10 @@ def pull_log(site: Path, held: int, head: int, fetch: Fetch, staging: Path) -> b
     return True
 
 
-def finish_log(site: Path, head: int, staging: Path) -> None:
-    """Once the pointer names ``head``: ``log/checkpoint`` becomes its checkpoint."""
+def finish_log(site: Path, held: int, head: int, staging: Path) -> None:
+    """Once the pointer names ``head``: ``log/checkpoint`` becomes its checkpoint, and the
+    partial tiles a wider one holds are pruned, as ``fxev build`` does."""
     path = site / LOG / CHECKPOINTS / str(head)
     if path.exists():
         replace_durably(site / LOG / CHECKPOINT, path.read_bytes(), staging=staging)
+        prune_partials(site / LOG, held, head)

@@ -139,7 +139,7 @@ class Mirror:
         replace_durably(
             self.site / layout.POINTER, keys.site_pointer(remote), staging=self.tree.staging
         )
-        finish_log(self.site, head, self.tree.staging)
+        finish_log(self.site, held, head, self.tree.staging)
         self.sweep(head, page_map, pages)
         return MirrorResult(head, self.fetched)
 

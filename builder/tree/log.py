@@ -9,6 +9,7 @@ a missing file is None or ``FileNotFoundError``, never a guess.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from builder.tlog import merkle, tiles
@@ -28,8 +29,33 @@ class LogReader:
         return self.root / tile.path
 
     def read_tile(self, tile: tiles.Tile) -> bytes:
-        """A tile's bytes (``FileNotFoundError`` when it is not there)."""
-        return self.tile_path(tile).read_bytes()
+        """A tile's bytes (``FileNotFoundError`` when it is not there). A partial tile is the
+        first ``width`` hashes (or entries) of any wider version of it, so one pruned after a
+        wider one was published (``builder.publish.log.prune_partials``) is cut from that."""
+        try:
+            return self.tile_path(tile).read_bytes()
+        except FileNotFoundError:
+            if tile.width == tiles.WIDTH:
+                raise
+        wider = self._wider(tile)
+        if wider is None:
+            raise FileNotFoundError(self.tile_path(tile))
+        data = self.tile_path(wider).read_bytes()
+        if tile.level >= 0:
+            return data[: tile.width * merkle.HASH_SIZE]
+        return tiles.encode_bundle(tiles.decode_bundle(data)[: tile.width])
+
+    def _wider(self, tile: tiles.Tile) -> tiles.Tile | None:
+        full = tiles.Tile(tile.level, tile.index)
+        if self.tile_path(full).exists():
+            return full
+        folder = self.tile_path(full).parent / (self.tile_path(full).name + ".p")
+        try:
+            widths = sorted(int(n) for n in os.listdir(folder) if n.isdigit())
+        except FileNotFoundError:
+            return None
+        found = [w for w in widths if w > tile.width]
+        return tiles.Tile(tile.level, tile.index, found[0]) if found else None
 
     def checkpoint(self, size: int) -> str | None:
         """The signed checkpoint of tree size ``size``, or None."""

@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 
 import orjson
+import pytest
 
 from builder.registry.chain import revision_hash
 from builder.registry.records import DATA_TABLES
@@ -59,18 +60,19 @@ def test_each_build_appends_leaves_and_signs_the_published_size(tmp_path: Path) 
     decoded = [leaf.decode(x) for x in bundle]
     assert [x.revision for x in decoded] == [1, 2, 3]
     assert all(x.chain.startswith("sha256:") and x.rows["observations"] for x in decoded)
-    # What an incremental build wrote is what one build from scratch writes, plus the partial
-    # tiles and checkpoints of the sizes published on the way.
+    # What an incremental build wrote is what one build from scratch writes, plus the
+    # checkpoints of the sizes published on the way; the partial tiles of size 2 were pruned
+    # once those of size 3 were published, and are cut from them when asked for.
     fresh = fxev(env | {"FXEV_SITE": str(tmp_path / "fresh")}, "build")
     assert fresh.returncode == 0, fresh.stderr
     once = log_files(tmp_path / "fresh")
     incremental = log_files(site)
     assert {k: incremental[k] for k in once} == once
-    assert sorted(set(incremental) - set(once)) == [
-        "log/checkpoints/2",
-        "log/tile/0/000.p/2",
-        "log/tile/entries/000.p/2",
-    ]
+    assert sorted(set(incremental) - set(once)) == ["log/checkpoints/2"]
+    assert reader.read_tile(tiles.Tile(0, 0, 2)) == hashes[:64]
+    assert tiles.decode_bundle(reader.read_tile(tiles.Tile(-1, 0, 2))) == bundle[:2]
+    with pytest.raises(FileNotFoundError):
+        reader.read_tile(tiles.Tile(0, 0, 4))
 
 
 def test_log_proof_verifies_offline_with_only_the_key(tmp_path: Path) -> None:
