@@ -87,7 +87,8 @@ class LogWriter:
         signed = note.sign(note.Checkpoint(origin, size, root).text, origin, private)
         logkey.remember_signed(self.signer.home, signed)
         self._write(f"{CHECKPOINTS}/{size}", signed.encode(), replace=True)
-        self._write(KEY, (key.text + "\n").encode(), replace=True)
+        if self.reader.key() != key.text + "\n":  # once per tree: it never changes after
+            self._write(KEY, (key.text + "\n").encode(), replace=True)
 
     def _check_extends(self, previous: str, key: note.VerifierKey, size: int, root: bytes) -> None:
         home = self.signer.home / logkey.SIGNED_FILE
