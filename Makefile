@@ -33,6 +33,7 @@ test: $(STAMP)
 	bash tests/browser/install-chromium.sh
 	bash tests/fleet/install-redis.sh
 	bash tests/edge/install-nginx.sh
+	bash tests/interop/install-go.sh
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)

@@ -7,14 +7,15 @@ For each size (revisions; ``FXEV_BENCH_SIZES``, default ``1000,10000,100000``):
    its time reported apart;
 2. full build: a real ``python -m builder build`` process (progress polled from the tree);
 3. incremental builds: one new revision at a time, then ``Builder.build()`` timed in process with
-   a fresh ``TreeReader`` (an empty object cache, as a new ``fxev build`` process has); median
-   and p99;
+   a fresh ``TreeReader`` (an empty object cache, as a new ``fxev build`` process has), the
+   transparency log appended and its checkpoint signed as ``fxev build`` does; median and p99;
 4. tree size per revision: apparent bytes and disk usage (``du``) of the site / revisions, and the
    growth per revision measured over the incremental builds;
 5. queries through ``TreeReader``: a 5-year range of ``publicado`` at random published revisions,
    first page (limit 366) and the whole walk, each item spliced with ``superseded_por`` as the
    gateway does; cold (a new ``TreeReader``) and warm (the same query again on the same
-   ``TreeReader``).
+   ``TreeReader``);
+6. the log checks ``fxev verify --vkey`` makes for one observation (``bench.logbench``).
 
 Environment: ``FXEV_BENCH_SIZES``, ``FXEV_BENCH_SEED`` (0), ``FXEV_BENCH_INCREMENTAL`` (samples,
 50), ``FXEV_BENCH_QUERIES`` (50), ``FXEV_BENCH_BUDGET_S`` (seconds allowed to generating and to
@@ -39,10 +40,12 @@ from datetime import date
 from pathlib import Path
 
 from bench.figures import Figures, report
+from bench.logbench import log_verify
 from builder.capture.run import Stores
 from builder.core import business_days
 from builder.core.wire import splice_item
 from builder.publish.build import Builder
+from builder.publish.log import LogSigner
 from builder.publish.writer import TreeWriter
 from builder.tree.reader import TreeReader
 from tests.support.synth import Synth
@@ -135,7 +138,8 @@ def incremental(synth: Synth, stores: Stores, site: Path, samples: int, figures:
     for index in range(samples):
         synth.step()
         began = time.perf_counter()
-        result = Builder(stores.registry, stores.blobs, TreeWriter(site)).build()
+        signer = LogSigner(stores.registry.path.parent)  # FXEV_HOME, where log.key is
+        result = Builder(stores.registry, stores.blobs, TreeWriter(site), signer).build()
         figures.incremental_ms.append((time.perf_counter() - began) * 1000)
         if result.built != (synth.revisions,):
             raise RuntimeError(f"incremental build rendered {result.built}, not one revision")
@@ -257,6 +261,7 @@ def measure_size(size: int, seed: int, folder: Path) -> Figures:
         finally:
             stores.close()
     queries(site, env_int("FXEV_BENCH_QUERIES", 50), random.Random(seed), figures)
+    figures.log_verify_ms = log_verify(site, env_int("FXEV_BENCH_QUERIES", 50), random.Random(seed))
     return figures
 
 

@@ -30,6 +30,7 @@ class Figures:
     walk_cold_ms: list[float] = dataclasses.field(default_factory=list)
     walk_warm_ms: list[float] = dataclasses.field(default_factory=list)
     walk_items: list[int] = dataclasses.field(default_factory=list)
+    log_verify_ms: list[float] = dataclasses.field(default_factory=list)
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -116,6 +117,11 @@ def report(all_figures: list[Figures]) -> str:
         "5-y range, items walked (median)",
         "",
         [fmt(med([float(n) for n in f.walk_items]), 0) for f in all_figures],
+    )
+    row(
+        "verify: log checks of one observation (ms)",
+        "",
+        [fmt(med(f.log_verify_ms), 2) for f in all_figures],
     )
 
     header = ["figure", "target", *[f"{f.size:,}" for f in all_figures]]

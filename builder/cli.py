@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import closing
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from builder.core.business_days import today_in_lima
 from builder.core.errors import FxevError, NotFound, translate_environment
 from builder.core.settings import Settings, load_settings
 from builder.publish.build import Builder
+from builder.publish.logcli import add_log_commands, log_signer
 from builder.publish.warc import export_warc
 from builder.publish.writer import TreeWriter
 from builder.registry.store import REGISTRY_FILE
@@ -46,14 +46,7 @@ from builder.registry.verify import verify_registry
 from builder.store.commands import run_mirror, run_publish
 from builder.tree.layout import POINTER
 from tokens.cli import add_token_commands
-from verifier.client import ApiClient
-from verifier.command import (
-    Verdict,
-    VerifyUsageError,
-    read_saved_response,
-    verify_observation,
-    verify_saved_response,
-)
+from verifier.command import log_options, run_verify
 
 COMMAND_GROUP = "fxev.commands"
 DESCRIPTION = "fxev: the operator's command line (capture, build, tokens, serving, evidence)"
@@ -120,7 +113,8 @@ def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
         for source in settings.sources:
             result = CAPTURES[source](stores, settings, clock.now(settings), None)
             captures[source] = result.to_json()
-        built = Builder(stores.registry, stores.blobs, TreeWriter(settings.site)).build()
+        tree = TreeWriter(settings.site)
+        built = Builder(stores.registry, stores.blobs, tree, log_signer(settings)).build()
     emit({"captures": captures, "build": built.to_json()})
     return 0
 
@@ -147,7 +141,8 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
     require_registry(settings)
     with open_stores(settings) as stores:
-        builder = Builder(stores.registry, stores.blobs, TreeWriter(settings.site))
+        tree = TreeWriter(settings.site)
+        builder = Builder(stores.registry, stores.blobs, tree, log_signer(settings))
         result = builder.build(rebuild=args.rebuild)
     emit(result.to_json())
     return 0
@@ -218,21 +213,8 @@ def cmd_mirror(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404)."""
-    if (args.observacion_id is None) == (args.response is None):
-        raise VerifyUsageError("verify takes an OBSERVACION_ID or --response FILE, not both")
-    if not settings.token:
-        raise VerifyUsageError("verify needs the bearer token in FXEV_TOKEN")
-
-    def out(line: str) -> None:
-        print(line, flush=True)
-
-    with closing(ApiClient(args.url, settings.token)) as client:
-        if args.response is not None:
-            saved = read_saved_response(Path(args.response))
-            checks = verify_saved_response(client, saved, out)
-        else:
-            checks = verify_observation(client, args.observacion_id, out)
-    verdict = Verdict(tuple(checks))
+    log = log_options(args.vkey or settings.log_vkey, args.state)
+    verdict = run_verify(args.url, settings.token, args.observacion_id, args.response, log)
     emit(verdict.to_json())
     return verdict.exit_code
 
@@ -340,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verifying.add_argument("--response", metavar="FILE", help="a saved /v1/rates response")
     verifying.add_argument("--url", required=True, metavar="BASE_URL", help="the API's base URL")
+    verifying.add_argument("--vkey", metavar="VKEY", help="the log's verifier key (FXEV_LOG_VKEY)")
+    verifying.add_argument("--state", metavar="FILE", help="the last checkpoint seen, kept here")
     verifying.set_defaults(handler=cmd_verify)
 
     export = commands.add_parser("export", help="export the registry").add_subparsers(
@@ -366,6 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     mirroring.set_defaults(handler=cmd_mirror)
 
     add_token_commands(commands)
+    add_log_commands(commands)
     add_contributed_commands(commands)
     return parser
 

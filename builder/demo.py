@@ -45,6 +45,7 @@ from builder.core.errors import Conflict, FxevError, translate_environment
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import replace_durably
 from builder.publish.build import Builder
+from builder.publish.logcli import log_signer
 from builder.publish.writer import TreeWriter
 from tokens.store import TokenError, TokenStore
 
@@ -194,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
     seed(settings, now)
     stores = Stores.open(settings.home)
     try:
-        result = Builder(stores.registry, stores.blobs, TreeWriter(settings.site)).build()
+        tree = TreeWriter(settings.site)
+        result = Builder(stores.registry, stores.blobs, tree, log_signer(settings)).build()
     finally:
         stores.close()
     say(f"build: published revision {result.published_revision}")

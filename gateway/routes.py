@@ -19,6 +19,7 @@ from builder.ops.health import ntp_state
 from gateway import envelope, openapi, pagetoken, params
 from gateway.errors import NoObservations, NotFound
 from gateway.freshness import frescura, freshness_entry
+from gateway.logroutes import log_checkpoint, log_key, log_rows, log_tile
 from gateway.published import Published, PublishedView
 from gateway.reading import hoy_lima, latest_dates, published, query, tree
 from gateway.sending import Handler, etag_matches, send, send_immutable, x_request_id
@@ -220,4 +221,8 @@ ROUTES: tuple[tuple[str, Handler, bool], ...] = (
     ("/v1/alerts", alerts, True),
     ("/v1/annotations", annotations, True),
     (openapi.PATH, openapi_document, False),
+    ("/v1/log/checkpoint", log_checkpoint, False),
+    ("/v1/log/key", log_key, False),
+    ("/v1/log/tile/<tile:path>", log_tile, False),
+    ("/v1/log/rows/<revision:str>", log_rows, False),
 )

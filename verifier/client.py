@@ -1,10 +1,11 @@
 """The HTTP edge of ``fxev verify``: a small ``requests`` client of the fxev API.
 
-It knows two endpoints (``/v1/observations/{id}``, ``/v1/evidence/{id}``), sends the bearer
-token, honours ``Retry-After`` on 429 and turns everything else that is not an answer into
-``ClientError``: network failures, 401, a 404 for the observation asked for, any other status.
-A 404 for a link of a chain is data, not an error: ``observation(..., missing_ok=True)`` returns
-None, and the chain check reports it.
+It knows the observation and evidence endpoints and the public log (``/v1/log/...``), sends
+the bearer token, honours ``Retry-After`` on 429 and turns everything else that is not an
+answer into ``ClientError``: network failures, 401, a 404 for the observation asked for, any
+other status. A 404 for a link of a chain is data, not an error:
+``observation(..., missing_ok=True)`` returns None, and the chain check reports it; a 404 of
+the log is a failed log check (``verifier.logcheck``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class ApiClient:
         self.sleep = sleep
         self._details: dict[str, dict[str, Any] | None] = {}
         self._evidence: dict[str, EvidenceAnswer] = {}
+        self._log: dict[str, bytes | None] = {}
 
     def close(self) -> None:
         self.session.close()
@@ -72,6 +74,13 @@ class ApiClient:
             assert response is not None
             self._evidence[ev_id] = EvidenceAnswer(response.content, dict(response.headers))
         return self._evidence[ev_id]
+
+    def log(self, path: str) -> bytes | None:
+        """``/v1/log/{path}`` (memoised per run: tiles never change), or None on 404."""
+        if path not in self._log:
+            response = self._get(f"/v1/log/{path}", missing_ok=True)
+            self._log[path] = None if response is None else response.content
+        return self._log[path]
 
     def _get(self, path: str, *, missing_ok: bool) -> requests.Response | None:
         url = self.base_url + path

@@ -15,14 +15,17 @@ Verdict: any ``fail`` exits 1; ``notice`` (a later correction) keeps 0; not bein
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from builder.core.errors import RemoteError, UsageError
+from builder.tlog import note
 from verifier.checks import (
     Check,
     chain_checks,
@@ -32,6 +35,7 @@ from verifier.checks import (
     value_checks,
 )
 from verifier.client import ApiClient
+from verifier.logcheck import LogOptions, log_checks
 
 Out = Callable[[str], None]
 
@@ -106,6 +110,19 @@ def parse_saved_response(data: bytes) -> SavedResponse:
     return SavedResponse(items, body["dataset_revision"])
 
 
+def log_options(vkey: str | None, state: str | None) -> LogOptions | None:
+    """What ``--vkey`` (or ``FXEV_LOG_VKEY``) and ``--state`` ask; None: no log check."""
+    if vkey is None:
+        if state is not None:
+            raise VerifyUsageError("verify --state needs the log's key: --vkey or FXEV_LOG_VKEY")
+        return None
+    try:
+        key = note.parse_verifier_key(vkey)
+    except note.NoteError as error:
+        raise VerifyUsageError(f"the log's verifier key cannot be used: {error}") from None
+    return LogOptions(key, None if state is None else Path(state))
+
+
 def read_saved_response(path: Path) -> SavedResponse:
     try:
         data = path.read_bytes()
@@ -118,17 +135,22 @@ class MalformedAnswer(VerifyError, RemoteError):
     """An API answer lacks a field the spec gives it: nothing can be concluded (exit 2)."""
 
 
-def verify_observation(client: ApiClient, obs_id: str, out: Out) -> list[Check]:
-    """Every check of one observation; each printed through ``out`` as it is made."""
+def verify_observation(
+    client: ApiClient, obs_id: str, out: Out, log: LogOptions | None = None
+) -> list[Check]:
+    """Every check of one observation; each printed through ``out`` as it is made. With
+    ``log``, also against the transparency log (``verifier.logcheck``)."""
     try:
-        return _verify_observation(client, obs_id, out)
+        return _verify_observation(client, obs_id, out, log)
     except (KeyError, TypeError, AttributeError) as error:
         raise MalformedAnswer(
             f"observation {obs_id}: the API's answer is not shaped as the spec says ({error!r})"
         ) from None
 
 
-def _verify_observation(client: ApiClient, obs_id: str, out: Out) -> list[Check]:
+def _verify_observation(
+    client: ApiClient, obs_id: str, out: Out, log: LogOptions | None
+) -> list[Check]:
     detail = client.observation(canonical_uuid(obs_id))
     assert detail is not None
     observation = detail["observacion"]
@@ -145,16 +167,20 @@ def _verify_observation(client: ApiClient, obs_id: str, out: Out) -> list[Check]
         if member_id != observation["id"]
     }
     checks += chain_checks(detail, members)
+    if log is not None:
+        checks += log_checks(client, detail, hashlib.sha256(evidence.body).hexdigest(), log)
     for check in checks:
         out(check.line)
     return checks
 
 
-def verify_saved_response(client: ApiClient, saved: SavedResponse, out: Out) -> list[Check]:
+def verify_saved_response(
+    client: ApiClient, saved: SavedResponse, out: Out, log: LogOptions | None = None
+) -> list[Check]:
     """Every item of a saved response: its observation's checks, then the item's."""
     checks: list[Check] = []
     for item in saved.items:
-        checks += verify_observation(client, item["observacion_id"], out)
+        checks += verify_observation(client, item["observacion_id"], out, log)
         detail = client.observation(canonical_uuid(item["observacion_id"]))
         assert detail is not None
         try:
@@ -167,3 +193,27 @@ def verify_saved_response(client: ApiClient, saved: SavedResponse, out: Out) -> 
             out(check.line)
             checks.append(check)
     return checks
+
+
+def run_verify(
+    url: str,
+    token: str | None,
+    observacion_id: str | None,
+    response: str | None,
+    log: LogOptions | None,
+) -> Verdict:
+    """``fxev verify``: one observation, or every item of a saved response; lines printed."""
+    if (observacion_id is None) == (response is None):
+        raise VerifyUsageError("verify takes an OBSERVACION_ID or --response FILE, not both")
+    if not token:
+        raise VerifyUsageError("verify needs the bearer token in FXEV_TOKEN")
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    with closing(ApiClient(url, token)) as client:
+        if response is not None:
+            checks = verify_saved_response(client, read_saved_response(Path(response)), out, log)
+        else:
+            checks = verify_observation(client, observacion_id or "", out, log)
+    return Verdict(tuple(checks))

@@ -50,6 +50,8 @@ class Settings:
     mirror_interval_s: int = 5
     cors_origins: tuple[str, ...] | None = None
     redis_url: str | None = None
+    log_origin: str | None = None
+    log_vkey: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -187,6 +189,20 @@ SETTINGS: tuple[Setting, ...] = (
         "origins (comma-separated, or `*`) allowed to call the API from a browser",
         unset="unset (none)",
     ),
+    Setting(
+        "FXEV_LOG_ORIGIN",
+        "log_origin",
+        None,
+        "the transparency log's origin: its checkpoints' first line and its key's name",
+        unset="unset (`fxev.local/` + the registry id's first 16 hex)",
+    ),
+    Setting(
+        "FXEV_LOG_VKEY",
+        "log_vkey",
+        None,
+        "the log's verifier key `fxev verify` checks checkpoints with (`--vkey`)",
+        unset="unset (no log check)",
+    ),
 )
 _DEFAULTS: dict[str, str | None] = {setting.variable: setting.default for setting in SETTINGS}
 
@@ -280,4 +296,13 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         mirror_interval_s=_int(environ, "FXEV_MIRROR_INTERVAL_S", minimum=1),
         cors_origins=parse_origins(environ.get("FXEV_CORS_ORIGINS", "")),
         redis_url=environ.get("FXEV_REDIS_URL", "").strip() or None,
+        log_origin=_log_origin(environ.get("FXEV_LOG_ORIGIN", "")),
+        log_vkey=environ.get("FXEV_LOG_VKEY", "").strip() or None,
     )
+
+
+def _log_origin(raw: str) -> str | None:
+    origin = raw.strip()
+    if origin and not re.fullmatch(r"[^\s+]+", origin):
+        raise SettingsError(f"FXEV_LOG_ORIGIN must have no space and no '+', got {raw!r}")
+    return origin or None

@@ -6,8 +6,11 @@ Every file is written once under a new name and fsynced; the revision's record (
 earlier records, its evidence metadata and new details) is appended last to the revision packs,
 so its index entry means the revision is complete. The explorer's pages for the new head are
 written next (``builder.publish.explorer``: found through the revision's number, so the same
-switch publishes them). The ``PUBLISHED`` pointer is replaced by an atomic rename and its folder
-fsynced; last, the explorer pages that only the previous revision served are removed.
+switch publishes them). With a ``LogSigner``, the transparency log's leaves of the new revisions
+are appended and the head's checkpoint signed (``builder.publish.log``: refused when the tree
+does not extend what the key signed before). The ``PUBLISHED`` pointer is replaced by an atomic
+rename and its folder fsynced; last, the explorer pages that only the previous revision served
+are removed.
 
 A tree belongs to one registry (``docs/operating/tree.md#owner``): every record and the pointer
 carry the registry's id, and a build over a tree of another registry (or of none: built before
@@ -27,6 +30,8 @@ from builder.disk import faults
 from builder.disk.blobs import BlobStore
 from builder.publish import sitelock, swap
 from builder.publish.explorer import ExplorerWriter
+from builder.publish.leaves import leaf_of, revision_leaf
+from builder.publish.log import LogSigner, LogWriter
 from builder.publish.writer import TreeWriter
 from builder.registry.records import (
     TABLE_OF,
@@ -40,6 +45,7 @@ from builder.registry.records import (
 )
 from builder.registry.store import Registry
 from builder.render import api as render
+from builder.tlog.leaf import Leaf
 from builder.tree.format import EMPTY_CHUNK, EMPTY_NODE, Node
 from builder.tree.revision import RevisionRecord, RevisionRoot, SeriesRoot
 
@@ -60,11 +66,19 @@ class BuildResult:
 
 
 class Builder:
-    def __init__(self, registry: Registry, blobs: BlobStore, tree: TreeWriter) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        blobs: BlobStore,
+        tree: TreeWriter,
+        log: LogSigner | None = None,
+    ) -> None:
         self.registry = registry
         self.blobs = blobs
         self.tree = tree
         self.registry_id = registry.registry_id()
+        self.log = log  # None: no transparency log (tests of the tree alone)
+        self.leaves: dict[int, Leaf] = {}
 
     def build(self, rebuild: bool = False) -> BuildResult:
         """Build under the site's exclusive lock, after sweeping what killed builds left; with
@@ -92,7 +106,8 @@ class Builder:
         """A fresh tree of this registry beside the site, then the two folders exchanged."""
         site = self.tree.site.resolve()
         fresh = swap.prepare(site)
-        result = Builder(self.registry, self.blobs, TreeWriter(fresh))._build_locked()
+        fresh_builder = Builder(self.registry, self.blobs, TreeWriter(fresh), self.log)
+        result = fresh_builder._build_locked()
         old = swap.exchange(fresh, site)
         self.tree.forget()
         swap.remove(old)
@@ -129,9 +144,17 @@ class Builder:
         # pointer names it, swept of the previous revision's once it does.
         explorer = ExplorerWriter(self.tree, self.registry)
         drawn = explorer.prepare(head.revision)
+        # The log's leaves, checked against what the key signed before, and the checkpoint of
+        # the head: in place before the pointer names it (builder.publish.log).
+        log = LogWriter(self.tree, self.log) if self.log is not None else None
+        signed = log is not None and log.extend(
+            head.revision, published or 0, self.registry_id, self.leaf
+        )
         if head.revision != published:
             faults.crash_point("build_before_pointer")
             self.tree.publish(head.revision, sorted(tags))
+        if log is not None and (signed or head.revision != published):
+            log.finish(head.revision, published or 0)
         explorer.sweep(drawn)
         return BuildResult(head.revision, tuple(built), tuple(sorted(tags)))
 
@@ -154,6 +177,8 @@ class Builder:
         switches: list[SeriesSwitch] = touched["series_switches"]
 
         evidence_meta = {record.id: self.render_evidence(record, number) for record in evidence}
+        if self.log is not None:
+            self.leaves[number] = leaf_of(meta, touched)
 
         changed_ids = {o.id for o in observations}
         changed_ids |= {e.observacion_id for e in events if e.observacion_id}
@@ -205,6 +230,11 @@ class Builder:
         record = RevisionRecord(root, links, evidence_meta, details, self.registry_id)
         self.tree.write_record(record)
         return root, tags
+
+    def leaf(self, number: int) -> Leaf:
+        """Revision ``number``'s leaf: made while it was built, else from the registry."""
+        found = self.leaves.pop(number, None)
+        return found if found is not None else revision_leaf(self.registry, number)
 
     def render_evidence(self, record: Evidence, number: int) -> dict[str, Any]:
         """Store the evidence bytes; its metadata goes into the revision's record."""

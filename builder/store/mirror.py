@@ -11,7 +11,9 @@ store's pointer names N fetches only what revisions L + 1 .. N added:
 3. the objects those records' roots added (``builder.store.delta``; a level of nodes at a time)
    and their evidence bytes, each checked against its name, skipping what the site has;
 4. the explorer: the pages the new map names that the site lacks, the observation pages and
-   invalidations the publications list, each against the hash its publication records.
+   invalidations the publications list, each against the hash its publication records;
+5. the transparency log's new tiles and checkpoint, the tiles checked against the checkpoint's
+   root (``builder.store.logsync``).
 
 Everything is checked *before* it is placed (``builder.disk.durable``: a new name, fsync,
 rename); the records are appended to the site's packs, the evidence links and detail markers
@@ -37,6 +39,7 @@ from builder.publish import sitelock
 from builder.publish.writer import TreeWriter
 from builder.store import keys
 from builder.store.delta import Written, objects_added
+from builder.store.logsync import finish_log, pull_log
 from builder.store.publish import read_map, read_publication
 from builder.store.s3 import ObjectStore, parallel
 from builder.tree import explorer as stored
@@ -128,6 +131,7 @@ class Mirror:
         for key in (key for one in written.values() for key in one.markers):
             markers.setdefault((self.site / key).parent, []).append(self.site / key)
         parallel(mark_all, list(markers.values()), self.store.threads)
+        pull_log(self.site, held, head, self.fetch_log, self.tree.staging)
         for revision in range(held + 1, head + 1):
             self.append(revision, self.raw[revision])
         if map_bytes is not None:
@@ -135,8 +139,17 @@ class Mirror:
         replace_durably(
             self.site / layout.POINTER, keys.site_pointer(remote), staging=self.tree.staging
         )
+        finish_log(self.site, held, head, self.tree.staging)
         self.sweep(head, page_map, pages)
         return MirrorResult(head, self.fetched)
+
+    def fetch_log(self, key: str) -> bytes | None:
+        """A log key's bytes, or None when the store lacks it (checked by ``pull_log``)."""
+        data = self.store.get(key)
+        if data is not None:
+            with self._count:
+                self.fetched += 1
+        return data
 
     def fetch(self, key: str, sha256: str | None = None) -> bytes:
         """The bytes of ``key``, checked against ``sha256`` when given; counted."""

@@ -7,7 +7,8 @@ P + 1 .. N from the site (verified, as the gateway reads them) and uploads, in o
 1. the immutable keys those revisions wrote (``builder.store.delta``: the objects their roots
    added, their evidence bytes and ``evidence/<id>.json``, their detail markers, any
    ``invalidations/<N>.json``) and the explorer's pages the new map names and the previous one
-   did not, the observation pages of the new details, and the map;
+   did not, the observation pages of the new details, and the map; and the transparency log's
+   new tiles, rows lists, the checkpoint of N and the key (``builder.store.logsync``);
 2. the revision records (one key each) and the publication;
 3. the pointer.
 
@@ -33,6 +34,7 @@ from builder.core.errors import Conflict, NotFound
 from builder.publish import sitelock
 from builder.store import keys
 from builder.store.delta import Written, objects_added
+from builder.store.logsync import log_keys
 from builder.store.s3 import ObjectStore, parallel
 from builder.tree import explorer as stored
 from builder.tree import layout
@@ -134,6 +136,7 @@ class Publisher:
             base, head, map_bytes, previous, remote, invalidations
         )
         immutable += explorer
+        immutable += [Upload(key, self.file_reader(key)) for key in log_keys(self.site, base, head)]
         publication_bytes = publication.encode()
         publication_sha = keys.sha256_of(publication_bytes)
         records.append(Upload(keys.publication_key(publication_sha), constant(publication_bytes)))
@@ -191,6 +194,9 @@ class Publisher:
             immutable[key] = Upload(key, self.object_reader(sha256))
         records.reverse()
         return list(immutable.values()), records, invalidations
+
+    def file_reader(self, key: str) -> Callable[[], bytes]:
+        return lambda: (self.site / key).read_bytes()
 
     def read_objects(self, hashes: set[str]) -> dict[str, bytes]:
         return {h: self.tree.read_object(h) for h in hashes}

@@ -14,6 +14,11 @@ observations/<id>/<R>-<hex>        an empty marker: the record of revision R hol
 invalidations/<N>.json             Cache-Tag values the build that published N invalidated
                                    (only when there are some)
 explorer/                          the HTML explorer's pages
+log/                               the transparency log (``builder.tree.log``): C2SP tlog-tiles
+                                   tiles and entry bundles (``tile/``), ``checkpoints/<N>`` (the
+                                   signed checkpoint of tree size N, per published revision),
+                                   ``checkpoint`` (the newest), ``rows/<N>`` (a leaf's rows list
+                                   when it would not fit in the leaf), ``key`` (the verifier key)
 build.lock, staging/               the build's lock and its temporary files
 
 Beside the site, ``.<site name>.rebuild`` is where ``fxev build --rebuild`` renders a fresh tree
@@ -33,6 +38,7 @@ EVIDENCE = "evidence"
 OBSERVATIONS = "observations"
 INVALIDATIONS = "invalidations"
 EXPLORER_DIR = "explorer"
+LOG = "log"
 LOCK_FILE = "build.lock"
 STAGING = "staging"
 

@@ -165,3 +165,27 @@ DOCUMENT_HEADERS = {
     ),
     "ETag": header_ref("ETag-Sha256"),
 }
+
+LOG_IMMUTABLE_HEADERS = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header(
+        "Never changes: any cache, shared ones too, may keep it.",
+        {"type": "string", "const": "public, max-age=31536000, immutable"},
+    ),
+    "CDN-Cache-Control": header_ref("CDN-Cache-Control"),
+    "ETag": header_ref("ETag-Sha256"),
+}
+
+LOG_CHECKPOINT_HEADERS = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header(
+        "Any cache may keep it 5 seconds.", {"type": "string", "const": "public, max-age=5"}
+    ),
+}
+
+LOG_KEY_HEADERS = {
+    "X-Request-Id": header_ref("X-Request-Id"),
+    "Cache-Control": header(
+        "Any cache may keep it 5 minutes.", {"type": "string", "const": "public, max-age=300"}
+    ),
+}

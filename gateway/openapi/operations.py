@@ -11,6 +11,9 @@ from gateway.openapi.headers import (
     AS_OF_NOT_MODIFIED_HEADERS,
     DOCUMENT_HEADERS,
     EVIDENCE_HEADERS,
+    LOG_CHECKPOINT_HEADERS,
+    LOG_IMMUTABLE_HEADERS,
+    LOG_KEY_HEADERS,
     RATES_HEADERS,
 )
 from gateway.openapi.json_schema import Schema
@@ -42,6 +45,17 @@ class Operation:
 
 
 SERIES_404 = ("UNSUPPORTED_CURRENCY", "UNSUPPORTED_SERIES", "NO_OBSERVATIONS")
+TEXT = {"text/plain; charset=utf-8": {"schema": {"type": "string"}}}
+OCTETS = {"application/octet-stream": {"schema": {"description": "The tile's bytes."}}}
+LOG_PUBLIC = (
+    "Public (no token), never counts against a limit: the transparency log (C2SP tlog-tiles), "
+    "which a shared cache may keep for everyone. "
+)
+
+
+def log_answer(description: str, headers: dict[str, Any], content: dict[str, Any]) -> dict:
+    return {"description": description, "headers": headers, "content": content}
+
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(
@@ -185,6 +199,67 @@ OPERATIONS: tuple[Operation, ...] = (
             "304": not_modified("Unchanged: If-None-Match matched.", DOCUMENT_HEADERS),
             "503": response_ref("Unavailable"),
         },
+        public=True,
+    ),
+    Operation(
+        "/v1/log/checkpoint",
+        "LogCheckpoint",
+        "The signed checkpoint of the published revision",
+        LOG_PUBLIC + "A C2SP signed note: origin, tree size (the published revision) and the "
+        "base64 Merkle root, signed with Ed25519; check it with the key of /v1/log/key, obtained "
+        "out of band. Cached 5 seconds.",
+        {
+            "200": log_answer("The checkpoint.", LOG_CHECKPOINT_HEADERS, TEXT),
+            "404": not_found(("NOT_FOUND",), "the published tree has no log yet."),
+            "503": response_ref("Unavailable"),
+        },
+        public=True,
+    ),
+    Operation(
+        "/v1/log/key",
+        "LogKey",
+        "The log's verifier key",
+        LOG_PUBLIC + "<origin>+<key id>+<base64(0x01 || Ed25519 public key)>, as Go's "
+        "sumdb/note reads it. Pin a key obtained out of band: this one is only a convenience.",
+        {
+            "200": log_answer("The verifier key.", LOG_KEY_HEADERS, TEXT),
+            "404": not_found(("NOT_FOUND",), "the published tree has no log yet."),
+            "503": response_ref("Unavailable"),
+        },
+        public=True,
+    ),
+    Operation(
+        "/v1/log/tile/{tile}",
+        "LogTile",
+        "A tile or entry bundle of the log",
+        LOG_PUBLIC + "tile is a C2SP tlog-tiles path below tile/, slashes included: <L>/<N> "
+        "(a hash tile of level L), entries/<N> (an entry bundle: each leaf prefixed with its "
+        "length, a big-endian uint16), N in groups of three digits, all but the last prefixed "
+        "with x (x001/x234/067), and .p/<W> for a partial tile of width W. Immutable.",
+        {
+            "200": log_answer("The tile.", LOG_IMMUTABLE_HEADERS, OCTETS),
+            "304": not_modified("Unchanged: If-None-Match matched.", LOG_IMMUTABLE_HEADERS),
+            "404": not_found(("NOT_FOUND",), "not a tile path, or no such tile."),
+            "503": response_ref("Unavailable"),
+        },
+        ({"name": "tile", "in": "path", "required": True, "schema": {"type": "string"}},),
+        public=True,
+    ),
+    Operation(
+        "/v1/log/rows/{revision}",
+        "LogRows",
+        "The rows list a revision's leaf names by its SHA-256",
+        LOG_PUBLIC + "Only for a revision that wrote too many rows for its leaf (an import): "
+        "the leaf holds rows_sha256, the SHA-256 of these bytes. Immutable.",
+        {
+            "200": log_answer(
+                "The rows list.", LOG_IMMUTABLE_HEADERS, json_content({"type": "object"})
+            ),
+            "304": not_modified("Unchanged: If-None-Match matched.", LOG_IMMUTABLE_HEADERS),
+            "404": not_found(("NOT_FOUND",), "no such revision, or its leaf holds its rows."),
+            "503": response_ref("Unavailable"),
+        },
+        ({"name": "revision", "in": "path", "required": True, "schema": {"type": "string"}},),
         public=True,
     ),
 )

@@ -31,6 +31,7 @@ from builder.capture.run import Stores
 from builder.core.wire import splice_item
 from builder.publish import sitelock
 from builder.publish.build import Builder
+from builder.publish.log import LogSigner
 from builder.publish.writer import TreeWriter
 from builder.registry.store import REGISTRY_FILE
 from builder.tree.layout import POINTER
@@ -62,7 +63,8 @@ class World:
 def build_in_process(home: Path, site: Path) -> None:
     stores = Stores.open(home)
     try:
-        Builder(stores.registry, stores.blobs, TreeWriter(site)).build()
+        # With the transparency log, as the killed ``fxev build`` processes write it.
+        Builder(stores.registry, stores.blobs, TreeWriter(site), LogSigner(home)).build()
     finally:
         stores.close()
 
@@ -169,7 +171,8 @@ def correction_tags(home: Path, after: int, upto: int) -> list[str]:
 
 
 def assert_same_files_except_publish_log(world: World, site: Path) -> None:
-    """Every file but ``invalidations/`` (one record per publish) and a kill's orphan temps."""
+    """Every file but ``invalidations/`` and the log's ``checkpoints/`` (one per publish) and a
+    kill's orphan temps."""
     assert sitelock.sweep_leftovers(site) == []  # the finishing build swept them
     resumed, fresh = tree_files(site), tree_files(world.fresh_site)
     log = "invalidations/"
@@ -178,7 +181,12 @@ def assert_same_files_except_publish_log(world: World, site: Path) -> None:
         f"{log}{HEAD}.json",
     ]
     assert sorted(k for k in fresh if k.startswith(log)) == [f"{log}{HEAD}.json"]
-    resumed = {k: v for k, v in resumed.items() if not k.startswith(log)}
+    signed = "log/checkpoints/"
+    assert sorted(k for k in resumed if k.startswith(signed)) == [
+        f"{signed}{FIRST}",
+        f"{signed}{HEAD}",
+    ]
+    resumed = {k: v for k, v in resumed.items() if not k.startswith((log, f"{signed}{FIRST}"))}
     fresh = {k: v for k, v in fresh.items() if not k.startswith(log)}
     assert sorted(resumed) == sorted(fresh)
     assert [k for k in fresh if resumed[k] != fresh[k]] == []

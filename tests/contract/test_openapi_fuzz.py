@@ -75,6 +75,12 @@ ID_KINDS = {
     ),
     "ev_id": ("capture", "import_file", "central_bank", "failure"),
 }
+# The log's path parameters: real paths of the demo's log (its tree of 6 leaves, before the
+# fuzzed gateway's own build makes it 8), whatever the demo's ids.
+LOG_EXAMPLES = {
+    "tile": {"hashes": "0/000.p/6", "bundle": "entries/000.p/6", "outside": "0/x001/000"},
+    "revision": {"import": "1", "capture": "3"},
+}
 PLACEHOLDERS = {
     (name, kind): f"00000000-0000-4000-8000-{index:012x}"
     for index, (name, kind) in enumerate(
@@ -104,7 +110,10 @@ def with_examples(document: dict[str, Any]) -> dict[str, Any]:
     for item in document["paths"].values():
         for operation in item.values():
             for parameter in operation.get("parameters", []):
-                if parameter.get("in") == "path":
+                if parameter.get("in") == "path" and parameter["name"] in LOG_EXAMPLES:
+                    examples = LOG_EXAMPLES[parameter["name"]].items()
+                    parameter["examples"] = {kind: {"value": value} for kind, value in examples}
+                elif parameter.get("in") == "path":
                     name = parameter["name"]
                     parameter["examples"] = {
                         kind: {"value": PLACEHOLDERS[(name, kind)]} for kind in ID_KINDS[name]

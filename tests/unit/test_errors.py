@@ -31,6 +31,7 @@ MODULES = (
     "builder.capture.operator",
     "builder.core.settings",
     "builder.ops.alerts",
+    "builder.publish.log",
     "builder.publish.warc",
     "builder.sources.import_csv",
     "builder.tree.reader",

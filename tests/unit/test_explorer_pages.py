@@ -157,3 +157,14 @@ def test_an_alerts_detalle_is_a_full_width_list_of_its_fields() -> None:
         ("revision", "6"),
     ]
     assert "Sin detalle." in panel
+
+
+def test_the_observation_page_names_its_leaf_the_checkpoint_and_the_command() -> None:
+    page = pages.observation_page(pages.ObservationPage(detail(), {})).decode()
+    assert '<strong id="hoja">3</strong>' in page  # revision 4 is leaf 3
+    marker = pages.BASE_URL_MARKER.decode()
+    assert f'href="{marker}/v1/log/checkpoint"' in page
+    assert (
+        "fxev verify 0b6f3c1e-0000-4000-8000-000000000001 --url"
+        f' {marker} --vkey "$FXEV_LOG_VKEY" --state checkpoint.txt'
+    ) in page

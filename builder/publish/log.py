@@ -1,0 +1,153 @@
+"""``fxev build``'s log step: append the new revisions' leaves, check, sign, write the checkpoint.
+
+Before the pointer moves, the leaves of every revision the build publishes are appended to the
+tree's log (``builder.tree.log``): only the right edge's tiles are written (full tiles completed
+now, and the new partial tile of each level), so the work is proportional to the new leaves. The
+tree of the new size must extend the last checkpoint this home's key signed (``log.signed``): a
+consistency proof from the tiles is checked against it, and a tree that does not extend it (a
+registry rewritten, then rebuilt) is refused: nothing is signed, the pointer does not move. Then
+the checkpoint is signed, remembered in the home, and written as ``log/checkpoints/<N>``; once
+the pointer names ``N``, ``log/checkpoint`` is replaced by it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from builder.core.errors import ConfigurationError, Conflict
+from builder.disk.durable import replace_durably, write_once
+from builder.publish import logkey
+from builder.publish.writer import TreeWriter
+from builder.tlog import merkle, note, tiles
+from builder.tlog.leaf import Leaf
+from builder.tree.log import CHECKPOINT, CHECKPOINTS, KEY, ROWS, LogReader
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogSigner:
+    """Where the key lives (``FXEV_HOME``) and the log's origin (None: from the registry id)."""
+
+    home: Path
+    origin: str | None = None
+
+
+class HistoryRewritten(Conflict):
+    """The tree to sign does not extend the last checkpoint signed: refused (exit 1)."""
+
+    command = "build"
+
+
+class LogWriter:
+    def __init__(self, tree: TreeWriter, signer: LogSigner) -> None:
+        self.tree = tree
+        self.signer = signer
+        self.reader = LogReader(tree.site)
+
+    def extend(
+        self, head: int, published: int, registry_id: str | None, leaf: Callable[[int], Leaf]
+    ) -> bool:
+        """Append leaves up to ``head`` and sign that size; False when it already was."""
+        start, edge = self._start(published)
+        if start == head and self.reader.checkpoint(head) is not None:
+            return False
+        data, hashes = [], []
+        for number in range(start + 1, head + 1):
+            encoded, rows = leaf(number).encode()
+            if rows is not None:
+                self._write(f"{ROWS}/{number}", rows)
+            data.append(encoded)
+            hashes.append(merkle.leaf_hash(encoded))
+        edge, files = tiles.append(edge, data, hashes)
+        for tile, content in files.items():
+            self._write(tile.path, content)
+        self._sign(head, edge.root(), registry_id)
+        return True
+
+    def _start(self, published: int) -> tuple[int, tiles.Edge]:
+        """The size to append from: the published one when its log is whole, else 0 (a tree
+        rendered before the log, or whose log is gone: it is written again from the start)."""
+        if published and self.reader.checkpoint(published) is not None:
+            try:
+                return published, self.reader.edge(published)
+            except (FileNotFoundError, ValueError):
+                pass
+        return 0, tiles.Edge.empty()
+
+    def _sign(self, size: int, root: bytes, registry_id: str | None) -> None:
+        origin = self.signer.origin or logkey.default_origin(registry_id)
+        private = logkey.load_or_create(self.signer.home)
+        key = logkey.verifier_key(self.signer.home, origin)
+        previous = logkey.last_signed(self.signer.home)
+        if previous is not None:
+            self._check_extends(previous, key, size, root)
+        signed = note.sign(note.Checkpoint(origin, size, root).text, origin, private)
+        logkey.remember_signed(self.signer.home, signed)
+        self._write(f"{CHECKPOINTS}/{size}", signed.encode(), replace=True)
+        if self.reader.key() != key.text + "\n":  # once per tree: it never changes after
+            self._write(KEY, (key.text + "\n").encode(), replace=True)
+
+    def _check_extends(self, previous: str, key: note.VerifierKey, size: int, root: bytes) -> None:
+        home = self.signer.home / logkey.SIGNED_FILE
+        try:
+            last = note.parse_checkpoint(note.open_note(previous, key))
+        except note.NoteError:
+            origin = previous.split("\n", 1)[0]
+            raise HistoryRewritten(
+                f"{home} holds a checkpoint of {origin!r} this key did not sign as {key.name!r};"
+                " the log's origin (FXEV_LOG_ORIGIN) or key changed"
+            ) from None
+        if last.size > size:
+            raise HistoryRewritten(
+                f"refusing to sign a log of {size} revisions: this key signed {last.size} already"
+                " (history rewritten?)"
+            )
+        proof = merkle.consistency_proof(last.size, size, self.reader.hash_reader(size))
+        try:
+            merkle.verify_consistency(last.size, size, last.root, root, proof)
+        except merkle.ProofError:
+            raise HistoryRewritten(
+                f"refusing to sign: the log of {size} revisions does not extend the checkpoint of"
+                f" {last.size} this key signed (history rewritten)"
+            ) from None
+
+    def finish(self, size: int, previous: int) -> None:
+        """Once the pointer names ``size``: ``log/checkpoint`` becomes its checkpoint, and the
+        partial tiles the new ones supersede are pruned."""
+        signed = self.reader.checkpoint(size)
+        if signed is None:
+            raise ConfigurationError(f"no checkpoint of size {size} was written")
+        self._write(CHECKPOINT, signed.encode(), replace=True)
+        prune_partials(self.reader.root, previous, size)
+
+    def _write(self, relative: str, data: bytes, replace: bool = False) -> None:
+        path = self.reader.root / relative
+        if replace:
+            replace_durably(path, data, staging=self.tree.staging)
+        else:
+            write_once(path, data, staging=self.tree.staging)
+
+
+def prune_partials(root: Path, old: int, new: int) -> None:
+    """Remove the partial tiles of sizes ``old`` .. ``new`` that a wider (or full) tile now
+    holds: one partial tile of each level is kept, the newest, from which the tree's reader cuts
+    any narrower one (``builder.tree.log.LogReader.read_tile``). So the log's disk stays in
+    proportion to its leaves, not to the number of builds."""
+    for level in (-1, *range(tiles.levels(new))):
+        shift = tiles.HEIGHT * max(level, 0)
+        first, last = (old >> shift) // tiles.WIDTH, (new >> shift) // tiles.WIDTH
+        keep = (new >> shift) % tiles.WIDTH
+        for index in range(first, last + 1):
+            full = root / tiles.Tile(level, index).path
+            folder = full.parent / (full.name + ".p")
+            if not folder.is_dir():
+                continue
+            for name in os.listdir(folder):
+                if index < last or name != str(keep):
+                    (folder / name).unlink(missing_ok=True)
+            if index < last:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()

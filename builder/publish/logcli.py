@@ -1,0 +1,79 @@
+"""``fxev log key`` and ``fxev log proof``: the operator's side of the transparency log.
+
+``log key`` prints the verifier key consumers pin (``<origin>+<key id>+<key>``), creating the
+signing key on first use; ``log proof OBSERVACION_ID`` prints, from the published tree, a C2SP
+``tlog-proof`` of the leaf of the revision that created the observation, its leaf in ``extra``:
+with only the verifier key, anyone checks it offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import orjson
+
+from builder.core.errors import NotFound
+from builder.core.settings import Settings
+from builder.publish import logkey
+from builder.publish.log import LogSigner
+from builder.registry.store import REGISTRY_FILE, Registry
+from builder.tlog import merkle
+from builder.tlog.proof import TlogProof
+from builder.tree.layout import POINTER
+from builder.tree.log import LogReader
+from builder.tree.reader import TreeReader
+
+
+def log_signer(settings: Settings) -> LogSigner:
+    return LogSigner(settings.home, settings.log_origin)
+
+
+def origin_of(settings: Settings) -> str:
+    if settings.log_origin:
+        return settings.log_origin
+    if not (settings.home / REGISTRY_FILE).exists():
+        raise NotFound(f"no registry at {settings.home.absolute()} to name the log after")
+    registry = Registry.open(settings.home)
+    try:
+        return logkey.default_origin(registry.registry_id())
+    finally:
+        registry.close()
+
+
+def cmd_log_key(args: argparse.Namespace, settings: Settings) -> int:
+    key = logkey.verifier_key(settings.home, origin_of(settings))
+    sys.stdout.write(key.text + "\n")
+    return 0
+
+
+def cmd_log_proof(args: argparse.Namespace, settings: Settings) -> int:
+    if not (settings.site / POINTER).exists():
+        raise NotFound(f"no published tree at {settings.site.absolute()} (set FXEV_SITE)")
+    tree = TreeReader(settings.site)
+    size = tree.published_revision() or 0
+    prefix = tree.detail(args.observacion_id, size)
+    if prefix is None:
+        raise NotFound(f"no observation {args.observacion_id} in the published tree")
+    revision = int(orjson.loads(prefix + b"}")["observacion"]["revision_creada"])
+    log = LogReader(settings.site)
+    checkpoint = log.checkpoint(size)
+    if checkpoint is None:
+        raise NotFound(f"the published tree has no log checkpoint of size {size}: fxev build")
+    leaf = log.leaf(revision - 1, size)
+    path = merkle.inclusion_proof(revision - 1, size, log.hash_reader(size))
+    sys.stdout.write(TlogProof(revision - 1, tuple(path), checkpoint, leaf).encode())
+    return 0
+
+
+def add_log_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    log = commands.add_parser("log", help="the transparency log").add_subparsers(
+        dest="log_command", required=True
+    )
+    key = log.add_parser("key", help="print the log's verifier key (creates the key once)")
+    key.set_defaults(handler=cmd_log_key)
+    proof = log.add_parser(
+        "proof", help="print a tlog-proof of an observation's revision, checkable offline"
+    )
+    proof.add_argument("observacion_id", metavar="OBSERVACION_ID", help="the observation")
+    proof.set_defaults(handler=cmd_log_proof)

@@ -1,0 +1,82 @@
+"""The log's signing key and memory, in ``FXEV_HOME``: created once, never printed.
+
+``log.key`` holds the Ed25519 private key (PKCS#8 PEM, mode 0600), made by the first command that
+needs it and never replaced: it is written under a temporary name and linked into place, so two
+commands racing make one key. ``log.signed`` holds the last checkpoint this key signed, so
+``fxev build`` can refuse to sign a tree that does not extend it (a rewritten registry).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from builder.core.errors import ConfigurationError
+from builder.disk.durable import fsync_dir, replace_durably
+from builder.tlog import note
+
+KEY_FILE = "log.key"
+SIGNED_FILE = "log.signed"
+
+
+def default_origin(registry_id: str | None) -> str:
+    """``fxev.local/<the registry id's first 16 hex>``."""
+    if registry_id is None:
+        raise ConfigurationError("the log's origin comes from the registry id: no revision yet")
+    return "fxev.local/" + registry_id.removeprefix("sha256:")[:16]
+
+
+def load_or_create(home: Path) -> Ed25519PrivateKey:
+    path = home / KEY_FILE
+    if not path.exists():
+        _create(path)
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (ValueError, TypeError):
+        raise ConfigurationError(f"{path} is not an Ed25519 private key in PEM") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ConfigurationError(f"{path} is not an Ed25519 private key")
+    return key
+
+
+def _create(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-log-key-")  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another command made it first: keep it
+            os.link(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
+def verifier_key(home: Path, origin: str) -> note.VerifierKey:
+    try:
+        return note.verifier_key(origin, load_or_create(home))
+    except note.NoteError as error:
+        raise ConfigurationError(f"FXEV_LOG_ORIGIN: {error}") from None
+
+
+def last_signed(home: Path) -> str | None:
+    try:
+        return (home / SIGNED_FILE).read_text()
+    except FileNotFoundError:
+        return None
+
+
+def remember_signed(home: Path, signed: str) -> None:
+    replace_durably(home / SIGNED_FILE, signed.encode())

@@ -1,0 +1,156 @@
+"""The transparency log as ``fxev build`` writes it (docs/transparency.md).
+
+Every published revision is a leaf; tiles, bundles and the signed checkpoint are in the tree
+before the pointer names the revision; two builds of one registry give the same bytes; and a
+registry whose past was rewritten cannot be signed by the key that signed its history.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import stat
+from pathlib import Path
+
+import orjson
+import pytest
+
+from builder.registry.chain import revision_hash
+from builder.registry.records import DATA_TABLES
+from builder.tlog import leaf, merkle, note, proof, tiles
+from builder.tree import layout
+from builder.tree.log import LogReader
+from tests.builder.test_tree_owner import CSVS, env_for, fxev, seed
+from tests.builder.treefiles import tree_files
+
+MORE = "fecha_serie,compra,venta\n2026-09-18,3.354,3.362\n"
+
+
+def log_files(site: Path) -> dict[str, bytes]:
+    return {k: v for k, v in tree_files(site).items() if k.startswith("log/")}
+
+
+def vkey(env: dict[str, str]) -> note.VerifierKey:
+    done = fxev(env, "log", "key")
+    assert done.returncode == 0, done.stderr
+    return note.parse_verifier_key(done.stdout.strip())
+
+
+def test_each_build_appends_leaves_and_signs_the_published_size(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS[:2])
+    assert fxev(env, "build").returncode == 0
+    seed(env, tmp_path, CSVS[2:])
+    assert fxev(env, "build").returncode == 0
+    site, home = tmp_path / "site_out", tmp_path / "var"
+    key = vkey(env)
+    assert key.name.startswith("fxev.local/") and len(key.name) == len("fxev.local/") + 16
+    assert stat.S_IMODE(os.stat(home / "log.key").st_mode) == 0o600
+    reader = LogReader(site)
+    assert reader.key() == key.text + "\n"
+    checkpoint = note.parse_checkpoint(note.open_note(reader.checkpoint(3) or "", key))
+    assert (checkpoint.origin, checkpoint.size) == (key.name, 3)
+    assert (site / "log/checkpoint").read_text() == reader.checkpoint(3)
+    assert note.open_note(reader.checkpoint(2) or "", key)  # the size published before
+    # The leaves: revision N is leaf N-1 and commits to the registry's chain hash.
+    bundle = tiles.decode_bundle((site / "log/tile/entries/000.p/3").read_bytes())
+    hashes = (site / "log/tile/0/000.p/3").read_bytes()
+    assert hashes == b"".join(merkle.leaf_hash(x) for x in bundle)
+    decoded = [leaf.decode(x) for x in bundle]
+    assert [x.revision for x in decoded] == [1, 2, 3]
+    assert all(x.chain.startswith("sha256:") and x.rows["observations"] for x in decoded)
+    # What an incremental build wrote is what one build from scratch writes, plus the
+    # checkpoints of the sizes published on the way; the partial tiles of size 2 were pruned
+    # once those of size 3 were published, and are cut from them when asked for.
+    fresh = fxev(env | {"FXEV_SITE": str(tmp_path / "fresh")}, "build")
+    assert fresh.returncode == 0, fresh.stderr
+    once = log_files(tmp_path / "fresh")
+    incremental = log_files(site)
+    assert {k: incremental[k] for k in once} == once
+    assert sorted(set(incremental) - set(once)) == ["log/checkpoints/2"]
+    assert reader.read_tile(tiles.Tile(0, 0, 2)) == hashes[:64]
+    assert tiles.decode_bundle(reader.read_tile(tiles.Tile(-1, 0, 2))) == bundle[:2]
+    with pytest.raises(FileNotFoundError):
+        reader.read_tile(tiles.Tile(0, 0, 4))
+
+
+def test_log_proof_verifies_offline_with_only_the_key(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    key = vkey(env)
+    observation = sorted((tmp_path / "site_out" / layout.OBSERVATIONS).iterdir())[0].name
+    done = fxev(env, "log", "proof", observation)
+    assert done.returncode == 0, done.stderr
+    parsed = proof.parse(done.stdout)
+    assert parsed.extra is not None
+    checkpoint = proof.verify(parsed, key, parsed.extra)
+    assert checkpoint.size == 3
+    assert leaf.decode(parsed.extra).revision == parsed.index + 1
+
+
+def rewrite_revision(home: Path, revision: int) -> None:
+    """What an operator hiding a change would do: alter a row of ``revision``, then recompute
+    every chained hash from there, so that ``fxev registry verify`` still passes."""
+    conn = sqlite3.connect(home / "registry.sqlite")
+    conn.row_factory = sqlite3.Row
+    conn.execute("UPDATE observations SET compra = '9.999' WHERE revision_creada = ?", (revision,))
+    rows = conn.execute("SELECT * FROM revisions ORDER BY revision").fetchall()
+    previous = rows[revision - 2]["hash"]
+    for row in rows[revision - 1 :]:
+        number = row["revision"]
+        touched = {
+            table.name: [
+                dict(r)
+                for r in conn.execute(
+                    f"SELECT * FROM {table.name} WHERE {table.revision_column} = ? ORDER BY id",
+                    (number,),
+                )
+            ]
+            for table in DATA_TABLES
+        }
+        digest = revision_hash(
+            previous, number, row["ts_commit"], row["kind"], row["summary"], touched
+        )
+        conn.execute(
+            "UPDATE revisions SET prev_hash = ?, hash = ? WHERE revision = ?",
+            (previous, digest, number),
+        )
+        previous = digest
+    conn.commit()
+    conn.close()
+
+
+def test_a_rewritten_registry_cannot_be_signed(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "var", copy)  # the key and what it signed come along
+    rewrite_revision(copy, 2)
+    assert fxev(env | {"FXEV_HOME": str(copy)}, "registry", "verify").returncode == 0
+    site = tmp_path / "rewritten"
+    refused = fxev(env | {"FXEV_HOME": str(copy), "FXEV_SITE": str(site)}, "build")
+    assert refused.returncode == 1, refused
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "history rewritten" in refused.stderr
+    assert not (site / layout.POINTER).exists()
+    assert not (site / "log/checkpoint").exists()
+    # Nor once more revisions are added: the old leaves are still not those it signed.
+    seed(env | {"FXEV_HOME": str(copy)}, tmp_path, (MORE,))
+    again = fxev(env | {"FXEV_HOME": str(copy), "FXEV_SITE": str(site)}, "build")
+    assert again.returncode == 1 and "history rewritten" in again.stderr
+    # The honest registry goes on: its next build extends what was signed.
+    seed(env, tmp_path, (MORE,))
+    assert fxev(env, "build").returncode == 0
+
+
+def test_a_rebuild_gives_the_same_log_bytes(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    before = log_files(tmp_path / "site_out")
+    assert fxev(env, "build", "--rebuild").returncode == 0
+    assert log_files(tmp_path / "site_out") == before
+    assert orjson.loads((tmp_path / "site_out" / layout.POINTER).read_bytes())["revision"] == 3
