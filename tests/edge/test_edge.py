@@ -212,6 +212,25 @@ def test_the_log_paths_keep_the_gateways_request_id_when_it_answered(topology: T
     assert resp.headers["X-Cache"] == "MISS"
 
 
+def test_log_tiles_go_to_anyone_and_are_cached_for_everyone(topology: Topology) -> None:
+    """The one part of fxev a cache may give to anyone (docs/transparency.md): no token, the
+    gateway's bytes, a hit the second time, with a request id of its own."""
+    checkpoint = topology.get("/v1/log/checkpoint", **IDENTITY)
+    assert checkpoint.status_code == 200, checkpoint.text
+    direct = topology.get("/v1/log/checkpoint", via=topology.gateways[0].base_url)
+    assert checkpoint.content == direct.content
+    size = int(checkpoint.text.splitlines()[1])
+    tile = f"/v1/log/tile/0/000.p/{size}" if size < 256 else "/v1/log/tile/0/000"
+    answers = [topology.get(tile, **IDENTITY) for _ in range(2)]
+    assert [a.status_code for a in answers] == [200, 200]
+    assert [a.headers["X-Cache"] for a in answers] == ["MISS", "HIT"]
+    assert answers[1].headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert answers[0].content == answers[1].content
+    assert len(answers[1].content) == 32 * min(size, 256)
+    ids = [a.headers["X-Request-Id"] for a in answers]
+    assert len(set(ids)) == 2 and all(len(i) == 36 for i in ids)
+
+
 def test_the_cache_survives_a_restart_of_the_edge(topology: Topology) -> None:
     token = topology.token()
     before = cached(topology, AS_OF)
