@@ -46,7 +46,7 @@ from builder.registry.verify import verify_registry
 from builder.store.commands import run_mirror, run_publish
 from builder.tree.layout import POINTER
 from tokens.cli import add_token_commands
-from verifier.command import log_options, run_verify
+from verifier.command import run_verify_command
 
 COMMAND_GROUP = "fxev.commands"
 DESCRIPTION = "fxev: the operator's command line (capture, build, tokens, serving, evidence)"
@@ -213,8 +213,7 @@ def cmd_mirror(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404)."""
-    log = log_options(args.vkey or settings.log_vkey, args.state)
-    verdict = run_verify(args.url, settings.token, args.observacion_id, args.response, log)
+    verdict = run_verify_command(args, settings.token, args.vkey or settings.log_vkey)
     emit(verdict.to_json())
     return verdict.exit_code
 
@@ -321,9 +320,12 @@ def build_parser() -> argparse.ArgumentParser:
         "observacion_id", nargs="?", metavar="OBSERVACION_ID", help="the observation to check"
     )
     verifying.add_argument("--response", metavar="FILE", help="a saved /v1/rates response")
-    verifying.add_argument("--url", required=True, metavar="BASE_URL", help="the API's base URL")
+    verifying.add_argument("--url", metavar="BASE_URL", help="the API's base URL")
     verifying.add_argument("--vkey", metavar="VKEY", help="the log's verifier key (FXEV_LOG_VKEY)")
     verifying.add_argument("--state", metavar="FILE", help="the last checkpoint seen, kept here")
+    verifying.add_argument("--proof", metavar="FILE", help="offline: a tlog-proof (fxev log proof)")
+    verifying.add_argument("--record", metavar="FILE", help="with --proof: its observation's JSON")
+    verifying.add_argument("--rows", metavar="FILE", help="with --proof: its /v1/log/rows/N list")
     verifying.set_defaults(handler=cmd_verify)
 
     export = commands.add_parser("export", help="export the registry").add_subparsers(

@@ -7,6 +7,9 @@ and its supersession chain (each link fetched). For a saved ``/v1/rates`` (or
 ``/v1/rates/latest``) response: the same for every item, plus the item against its observation
 as of the response's revision.
 
+Offline, ``--proof FILE`` checks a ``tlog-proof`` with only the log's key
+(``verifier.proofcheck``).
+
 Verdict: any ``fail`` exits 1; ``notice`` (a later correction) keeps 0; not being able to ask
 (network, 401, 404, a bad saved file) is ``VerifyError``/``ClientError``, exit 2, reported by
 ``fxev``'s one handler (``builder.core.errors``).
@@ -14,6 +17,7 @@ Verdict: any ``fail`` exits 1; ``notice`` (a later correction) keeps 0; not bein
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import hashlib
 import uuid
@@ -36,6 +40,7 @@ from verifier.checks import (
 )
 from verifier.client import ApiClient
 from verifier.logcheck import LogOptions, log_checks
+from verifier.proofcheck import ProofVerdict, check_proof, record_observation
 
 Out = Callable[[str], None]
 
@@ -195,8 +200,38 @@ def verify_saved_response(
     return checks
 
 
+def _read(path: str, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise VerifyError(f"cannot read the {what} {path}: {error.strerror}") from None
+
+
+def run_proof_verify(
+    proof: str, vkey: str | None, record: str | None = None, rows: str | None = None
+) -> ProofVerdict:
+    """``fxev verify --proof FILE``: a ``tlog-proof`` checked offline (``verifier.proofcheck``),
+    with ``--record`` a saved ``/v1/observations/{id}`` body against its leaf; lines printed."""
+    if vkey is None:
+        raise VerifyUsageError("verify --proof needs the log's key: --vkey or FXEV_LOG_VKEY")
+    options = log_options(vkey, None)
+    assert options is not None
+    observation = None
+    if record is not None:
+        try:
+            observation = record_observation(orjson.loads(_read(record, "record")))
+        except (orjson.JSONDecodeError, ValueError) as error:
+            raise VerifyError(f"the record {record} cannot be used: {error}") from None
+    rows_list = None if rows is None else _read(rows, "rows list")
+    text = _read(proof, "proof").decode("utf-8", "replace")
+    verdict = check_proof(text, options.key, observation, rows_list)
+    for check in verdict.checks:
+        print(check.line, flush=True)
+    return verdict
+
+
 def run_verify(
-    url: str,
+    url: str | None,
     token: str | None,
     observacion_id: str | None,
     response: str | None,
@@ -205,6 +240,8 @@ def run_verify(
     """``fxev verify``: one observation, or every item of a saved response; lines printed."""
     if (observacion_id is None) == (response is None):
         raise VerifyUsageError("verify takes an OBSERVACION_ID or --response FILE, not both")
+    if not url:
+        raise VerifyUsageError("verify OBSERVACION_ID and --response need the API's --url")
     if not token:
         raise VerifyUsageError("verify needs the bearer token in FXEV_TOKEN")
 
@@ -217,3 +254,18 @@ def run_verify(
         else:
             checks = verify_observation(client, observacion_id or "", out, log)
     return Verdict(tuple(checks))
+
+
+def run_verify_command(
+    args: argparse.Namespace, token: str | None, vkey: str | None
+) -> Verdict | ProofVerdict:
+    """``fxev verify``'s forms: ``--proof FILE`` offline, else over HTTP (``run_verify``)."""
+    if args.proof is not None:
+        online = (args.observacion_id, args.response, args.url, args.state)
+        if any(value is not None for value in online):
+            raise VerifyUsageError("verify --proof is offline: no id, --response, --url or --state")
+        return run_proof_verify(args.proof, vkey, args.record, args.rows)
+    if args.record is not None or args.rows is not None:
+        raise VerifyUsageError("verify --record and --rows go with --proof FILE")
+    log = log_options(vkey, args.state)
+    return run_verify(args.url, token, args.observacion_id, args.response, log)
