@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +21,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from builder.fleet.processes import nginx_binary
 from tests.support.nginx import nginx_config
 
 START_TIMEOUT_S = 60.0
@@ -135,15 +135,6 @@ def bare_sanic(
 
 
 # -- nginx --------------------------------------------------------------------------------------
-
-
-def nginx_binary() -> str:
-    found = shutil.which("nginx") or (
-        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
-    )
-    if found is None:
-        raise RuntimeError("nginx is not installed (bench/install-tools.sh installs it)")
-    return found
 
 
 @contextlib.contextmanager

@@ -48,6 +48,25 @@ class Check:
         }
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Checked:
+    """The checks of one verify run, and its verdict: any ``fail`` exits 1, a ``notice`` keeps 0.
+    Each form of ``fxev verify`` adds what its last line says beside the findings."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not any(check.status == "fail" for check in self.checks)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def findings(self) -> list[dict[str, str]]:
+        return [check.finding() for check in self.checks if check.status != "ok"]
+
+
 class _Checks:
     """Collects the checks of one observation."""
 

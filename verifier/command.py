@@ -32,6 +32,7 @@ from builder.core.errors import RemoteError, UsageError
 from builder.tlog import note
 from verifier.checks import (
     Check,
+    Checked,
     chain_checks,
     chain_ids,
     evidence_checks,
@@ -65,22 +66,14 @@ class SavedResponse:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Verdict:
-    checks: tuple[Check, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not any(check.status == "fail" for check in self.checks)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.ok else 1
+class Verdict(Checked):
+    """The verdict on observations asked of the API: how many were checked."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "checked": len({check.observacion_id for check in self.checks}),
-            "findings": [c.finding() for c in self.checks if c.status != "ok"],
+            "findings": self.findings(),
         }
 
 

@@ -28,29 +28,22 @@ import orjson
 
 from builder.tlog import leaf as leaves
 from builder.tlog import merkle, note, proof
-from verifier.checks import Body, Check
+from verifier.checks import Body, Check, Checked
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ProofVerdict:
-    checks: tuple[Check, ...]
+class ProofVerdict(Checked):
+    """The verdict on an offline proof: the revision and leaf index it proves."""
+
     revision: int | None
     index: int | None
-
-    @property
-    def ok(self) -> bool:
-        return not any(check.status == "fail" for check in self.checks)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.ok else 1
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
             "revision": self.revision,
             "index": self.index,
-            "findings": [c.finding() for c in self.checks if c.status != "ok"],
+            "findings": self.findings(),
         }
 
 

@@ -189,11 +189,15 @@ def s3_answers(endpoint: str) -> bool:
 
 
 def nginx_binary() -> str:
+    """Debian's nginx (in /usr/sbin, which a user's PATH may lack); the fleet, the edge's tests
+    and the benchmarks run it."""
     found = shutil.which("nginx") or (
         "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
     )
     if found is None:
-        raise NotFound("nginx is not installed (make fleet installs it: run as root)")
+        raise NotFound(
+            "nginx is not installed (make fleet, make test and make bench install it, as root)"
+        )
     return found
 
 

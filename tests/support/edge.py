@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -20,16 +19,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from builder.fleet.processes import nginx_binary
+
 START_TIMEOUT_S = 20.0
-
-
-def nginx_binary() -> str:
-    found = shutil.which("nginx") or (
-        "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
-    )
-    if found is None:
-        raise RuntimeError("nginx is not installed (tests/edge/install-nginx.sh installs it)")
-    return found
 
 
 @dataclasses.dataclass
