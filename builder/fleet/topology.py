@@ -161,6 +161,7 @@ class Ran:
 
     @property
     def last(self) -> dict[str, Any]:
+        """The JSON object of the last line of stdout."""
         return orjson.loads(self.out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 

@@ -3,7 +3,6 @@ against a naive RFC 6962 computation over the registry's own leaves (docs/transp
 
 from __future__ import annotations
 
-import hashlib
 import random
 from pathlib import Path
 
@@ -14,18 +13,8 @@ from builder.publish.log import LogSigner
 from builder.publish.writer import TreeWriter
 from builder.tlog import merkle, note, tiles
 from builder.tree.log import LogReader
+from tests.support.merkle import naive_root
 from tests.support.synth import Synth
-
-
-def naive_root(hashes: list[bytes]) -> bytes:
-    if not hashes:
-        return hashlib.sha256(b"").digest()
-    if len(hashes) == 1:
-        return hashes[0]
-    k = 1
-    while k * 2 < len(hashes):
-        k *= 2
-    return merkle.node_hash(naive_root(hashes[:k]), naive_root(hashes[k:]))
 
 
 def test_a_log_built_in_uneven_batches_matches_a_naive_root_at_every_size(tmp_path: Path) -> None:

@@ -11,15 +11,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 
 from builder.capture.operator import annotate, parse_annotation
 from builder.capture.run import Stores
 from builder.cli import main
 from builder.core.vocabulary import LIMA
+from builder.fleet.topology import Ran
 from builder.publish.build import Builder
 from builder.publish.writer import TreeWriter
 from tests.fleet.redis_server import RedisServer
@@ -101,18 +100,6 @@ def store_env(s3_endpoint: str) -> dict[str, str]:
 def bucket_key(store_env: dict[str, str], key: str) -> str:
     """The bucket's key of a store key under the test's prefix."""
     return f"{store_env['FXEV_STORE_URL'].split('/', 3)[3]}/{key}"
-
-
-@dataclasses.dataclass(frozen=True)
-class Ran:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def last(self) -> dict[str, Any]:
-        """The JSON object of the last line of stdout."""
-        return orjson.loads(self.out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 Fxev = Callable[..., Ran]

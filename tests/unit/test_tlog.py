@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from builder.tlog import merkle, note, proof, tiles
 from builder.tlog.leaf import MAX_LEAF, Leaf, LeafError, decode, needs_rows_list
+from tests.support.merkle import naive_root
 
 # RFC 6962's test inputs and tree heads (as Certificate Transparency's tests publish them).
 RFC_LEAVES = [
@@ -88,18 +89,6 @@ RFC_CONSISTENCY = [
         ],
     ),
 ]
-
-
-def naive_root(hashes: list[bytes]) -> bytes:
-    """RFC 6962's MTH, recursively, as the RFC writes it."""
-    if not hashes:
-        return hashlib.sha256(b"").digest()
-    if len(hashes) == 1:
-        return hashes[0]
-    k = 1
-    while k * 2 < len(hashes):
-        k *= 2
-    return merkle.node_hash(naive_root(hashes[:k]), naive_root(hashes[k:]))
 
 
 def list_reader(hashes: list[bytes]):
