@@ -2,8 +2,10 @@
 
 1. A demo home is built (``builder.demo``) and one gateway started on it (``bench.serve``, 2
    workers, the ledger on, limits raised so nothing is refused).
-2. nginx with ``fxev edge config``'s text (``tests.support.edge``) is put in front of it, and
-   the exact bytes of three answers are written to files a plain nginx serves: the as-of
+2. nginx with ``fxev edge config``'s text (``tests.support.edge``) is put in front of it twice,
+   asking the gateway's auth lane first (``edge``, as ``make fleet`` runs it) and without a lane
+   (``edge, no lane``: every auth step through Sanic), and the exact bytes of three answers are
+   written to files a plain nginx serves: the as-of
    ``/v1/rates`` page of a year, an evidence file, and ``/v1/rates/latest``.
 3. wrk, bounded in time, at 32 and at 64 connections (and 4 for p99), against: nginx serving the
    files, the gateway alone, and the edge (cached answers after a warm-up, each request checked
@@ -44,7 +46,7 @@ from gateway.edge_config import EdgePlan, edge_config
 from tests.support.edge import start_edge
 from tests.support.wrk import WrkResult
 
-NGINX, GATEWAY, EDGE = "nginx files", "gateway", "edge"
+NGINX, GATEWAY, EDGE, SANIC_STEP = "nginx files", "gateway", "edge", "edge, no lane"
 GOALS = {("year page", NGINX): 0.6, ("evidence", NGINX): 0.6, ("latest", GATEWAY): 0.8}
 
 
@@ -63,6 +65,8 @@ def run(plan: EdgePlanRun, base_dir: Path | None) -> str:
     with tempfile.TemporaryDirectory(prefix="fxev-bench-edge-", dir=base_dir) as temp:
         folder = Path(temp)
         env = bench_env(folder)
+        lane = f"127.0.0.1:{free_port()}"
+        env["FXEV_EDGE_LANE"] = lane  # the gateway's auth lane, which the edge asks first
         progress(f"building a demo home in {folder}")
         build_demo_home(env)
         wanted = scenarios(folder / "site")
@@ -72,23 +76,32 @@ def run(plan: EdgePlanRun, base_dir: Path | None) -> str:
             base, _ = stack.enter_context(gateway(env, plan.workers, True, folder / "gateway.log"))
             for s in wanted:
                 (files / s.file).write_bytes(fetch(base + s.path, bearer(env)))
-            port = free_port()
-            text = edge_text(env, base, folder, port)
-            front = start_edge(text, folder / "edge", f"http://127.0.0.1:{port}", "/v1/health/live")
-            stack.callback(front.stop)
+            fronts = {}
+            for label, lanes, name in ((EDGE, (lane,), "edge"), (SANIC_STEP, (), "edge-no-lane")):
+                port = free_port()
+                text = edge_text(env, base, folder / name, port, lanes)
+                front = start_edge(
+                    text, folder / name, f"http://127.0.0.1:{port}", "/v1/health/live"
+                )
+                stack.callback(front.stop)
+                fronts[label] = front
             static, _ = stack.enter_context(nginx(files, folder / "nginx", plan.workers))
             for s in wanted:
                 urls = {
                     NGINX: static + "/" + s.file,
                     GATEWAY: base + s.path,
-                    EDGE: front.url(s.path),
+                    EDGE: fronts[EDGE].url(s.path),
+                    SANIC_STEP: fronts[SANIC_STEP].url(s.path),
                 }
                 measure_endpoint(s.name, urls, bearer(env), plan, results)
     return report(plan, [s.name for s in wanted], results)
 
 
-def edge_text(env: dict[str, str], gateway_base: str, folder: Path, port: int) -> str:
-    """What ``fxev edge config`` prints for one gateway and an edge on ``port``."""
+def edge_text(
+    env: dict[str, str], gateway_base: str, folder: Path, port: int, lanes: tuple[str, ...]
+) -> str:
+    """What ``fxev edge config`` prints for one gateway (and its ``lanes``) and an edge on
+    ``port``."""
     home = Path(env["FXEV_HOME"])
     return edge_config(
         EdgePlan(
@@ -96,6 +109,7 @@ def edge_text(env: dict[str, str], gateway_base: str, folder: Path, port: int) -
             upstreams=(gateway_base.removeprefix("http://"),),
             cache_dir=folder / "edge-cache",
             credential=pagetoken.load_or_create_secret(home, edge.SECRET_FILE).hex(),
+            lanes=lanes,
         )
     )
 
@@ -139,22 +153,25 @@ def report(
     for connections in plan.connections:
         lines.append(f"\nrequests per second at {connections} connections:")
         lines.append(
-            f"  {'endpoint':<10} {NGINX:>12} {GATEWAY:>10} {EDGE:>10}"
-            f"  edge/nginx  edge/gateway  gateway/nginx"
+            f"  {'endpoint':<10} {NGINX:>12} {GATEWAY:>10} {EDGE:>10} {'no lane':>10}"
+            f"  edge/nginx  edge/gateway  gateway/nginx  no lane/nginx"
         )
         for name in names:
-            n, g, e = (results[(label, name, connections)].rps for label in (NGINX, GATEWAY, EDGE))
+            n, g, e, w = (
+                results[(label, name, connections)].rps
+                for label in (NGINX, GATEWAY, EDGE, SANIC_STEP)
+            )
             goal = next((f" (goal {v:g} of {k[1]})" for k, v in GOALS.items() if k[0] == name), "")
             lines.append(
-                f"  {name:<10} {n:>12,.0f} {g:>10,.0f} {e:>10,.0f}"
-                f"  {e / n:>10.2f}  {e / g:>12.2f}  {g / n:>13.2f}{goal}"
+                f"  {name:<10} {n:>12,.0f} {g:>10,.0f} {e:>10,.0f} {w:>10,.0f}"
+                f"  {e / n:>10.2f}  {e / g:>12.2f}  {g / n:>13.2f}  {w / n:>13.2f}{goal}"
             )
     p = plan.p99_connections
     lines.append(f"\np99 at {p} connections (ms):")
     for name in names:
         cells = "  ".join(
             f"{label} {results[(label, name, p)].p99_s * 1000:.2f}"
-            for label in (NGINX, GATEWAY, EDGE)
+            for label in (NGINX, GATEWAY, EDGE, SANIC_STEP)
         )
         lines.append(f"  {name:<10} {cells}")
     return "\n".join(lines)

@@ -21,10 +21,15 @@ if TYPE_CHECKING:
 COOKIE = "fxev_sesion"
 
 
-def presented_token(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+def bearer_token(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer`` header's value, or None."""
+    scheme, _, token = authorization.partition(" ")
     token = token.strip()
     return token if scheme.lower() == "bearer" and token else None
+
+
+def presented_token(request: Request) -> str | None:
+    return bearer_token(request.headers.get("authorization", ""))
 
 
 def cookie_token(request: Request) -> str | None:

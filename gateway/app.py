@@ -21,6 +21,7 @@ from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
 from gateway import edge, pagetoken
 from gateway.access import admit, admit_fleet
+from gateway.edge_lane import AuthLane, start_lane, stop_lane
 from gateway.explorer import setup_explorer
 from gateway.fleet_limits import EDGE_SECRET_KEY, FleetAlerts, RedisGate
 from gateway.http1 import GatewayProtocol
@@ -97,9 +98,21 @@ def setup_stores(app: Sanic) -> None:
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None
         if app.ctx.ledger is not None:
             app.ctx.ledger.start()  # its writer process, warm before the first request
+        app.ctx.lane = app.ctx.lane_server = None
+        if settings.edge_lane:  # the edge's auth lane, beside Sanic (gateway.edge_lane)
+            lane = AuthLane(
+                app.ctx.view,
+                app.ctx.ledger,
+                app.ctx.edge_secret,
+                token_check=app.ctx.token_check,
+                limiter=app.ctx.limiter,
+                fleet=app.ctx.fleet,
+            )
+            app.ctx.lane, app.ctx.lane_server = lane, await start_lane(lane, settings.edge_lane)
 
     @app.after_server_stop
     async def close_stores(app: Sanic) -> None:
+        await stop_lane(app.ctx.lane, app.ctx.lane_server)
         if app.ctx.fleet is not None:
             await app.ctx.fleet.aclose()
         else:

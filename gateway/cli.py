@@ -143,6 +143,7 @@ def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
         upstreams=tuple(args.upstream or [DEFAULT_UPSTREAM]),
         cache_dir=Path(cache_dir).absolute(),
         credential=credential,
+        lanes=tuple(args.lane or ()),
     )
     try:
         text = edge_config(plan)
@@ -168,6 +169,13 @@ def add_edge_command(subparsers: argparse._SubParsersAction) -> None:  # type: i
         action="append",
         metavar="HOST:PORT",
         help=f"a gateway; repeat for each ({DEFAULT_UPSTREAM} when none is given)",
+    )
+    config.add_argument(
+        "--lane",
+        action="append",
+        metavar="HOST:PORT",
+        help="a gateway's auth lane (its FXEV_EDGE_LANE); repeat for each (none by default:"
+        " every auth step goes to the gateways' Sanic route)",
     )
     config.add_argument(
         "--cache-dir", type=Path, help="the cache's folder (FXEV_HOME/edge-cache by default)"

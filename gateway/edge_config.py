@@ -29,6 +29,7 @@ class EdgePlan:
     upstreams: tuple[str, ...]
     cache_dir: Path
     credential: str  # the edge's credential (hex), as the gateways check it
+    lanes: tuple[str, ...] = ()  # the gateways' auth lanes (FXEV_EDGE_LANE), if they run them
 
 
 def check_address(text: str) -> str:
@@ -43,7 +44,7 @@ def edge_config(plan: EdgePlan) -> str:
     """The configuration text (ends with a newline)."""
     if not re.fullmatch(r"[0-9a-f]{64}", plan.credential):
         raise ValueError("the edge credential must be 64 hex digits")
-    for address in (plan.listen, *plan.upstreams):
+    for address in (plan.listen, *plan.upstreams, *plan.lanes):
         check_address(address)
     if not plan.upstreams:
         raise ValueError("at least one upstream gateway")
@@ -54,11 +55,17 @@ def edge_config(plan: EdgePlan) -> str:
         f"        server {address} max_fails=1 fail_timeout=5s;" for address in plan.upstreams
     )
     text = TEMPLATE
-    for name, block in BLOCKS.items():
-        text = text.replace(f"@@{name}@@", block)
+    blocks = {**BLOCKS, **(LANE_BLOCKS if plan.lanes else DIRECT_BLOCKS)}
+    while "@@" in text and any(f"@@{name}@@" in text for name in blocks):  # blocks hold blocks
+        for name, block in blocks.items():
+            text = text.replace(f"@@{name}@@", block)
+    lanes = "\n".join(
+        f"        server {address} max_fails=1 fail_timeout=5s;" for address in plan.lanes
+    )
     values = {
         "LISTEN": plan.listen,
         "SERVERS": servers,
+        "LANES": lanes,
         "CACHE_DIR": cache_dir,
         "CREDENTIAL": plan.credential,
         "AUTH_PATH": edge.AUTH_PATH,
@@ -108,6 +115,10 @@ http {
     uwsgi_temp_path uwsgi_temp;
     scgi_temp_path scgi_temp;
     keepalive_requests 100000;
+    # Cached bodies go from the cache's files to the socket in the kernel. Not with tcp_nopush:
+    # together they held back the end of large answers (about 900 requests a second instead of
+    # 10,000 for the 108 KB year page, measured; docs/performance.md).
+    sendfile on;
     # No ranges: every answer is the whole body the ledger hashed.
     max_ranges 0;
 
@@ -116,7 +127,7 @@ http {
     upstream fxev_gateways {
 @@SERVERS@@
         keepalive 64;
-    }
+    }@@LANE_UPSTREAM@@
 
     # The cache of immutable answers (as-of /v1/rates, /v1/evidence/ID, /v1/log/...): bounded
     # on disk, kept across restarts (nginx reloads its index from the folder).
@@ -228,16 +239,8 @@ http {
         location = /_fxev_auth {
             internal;
             proxy_pass http://fxev_gateways@@AUTH_PATH@@;
-            proxy_pass_request_body off;
-            proxy_set_header Content-Length "";
-            proxy_set_header X-Original-URI $request_uri;
-            proxy_set_header X-Original-Method $request_method;
-            proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
-            proxy_set_header X-Fxev-Admitted "";
-            proxy_set_header X-Fxev-Expect "";
-            proxy_set_header X-Fxev-Answer "";
-@@UPSTREAM_HEADERS@@
-        }
+@@AUTH_HEADERS@@
+        }@@LANE_LOCATIONS@@
         # A refused (or 304) auth step: the gateway sends back the answer it carried, as it was.
         location @fxev_answer {
             rewrite ^ @@ANSWER_PATH@@? break;
@@ -267,15 +270,61 @@ http {
 }
 """
 
-# An immutable route: checked per request by the auth step, then served from the cache, keyed
-# on the URI and the ETag the gateway gave, so a correction (a new ETag) is a new key: no purge.
-IMMUTABLE = """\
+FULL_STEP = """\
             auth_request /_fxev_auth;
+            error_page 401 = @fxev_answer;
+            error_page 500 502 504 = @fxev_down;
+"""
+
+# What an auth step sends: no body, the client's request named, the edge's credential.
+AUTH_HEADERS = """\
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length "";
+            proxy_set_header X-Original-URI $request_uri;
+            proxy_set_header X-Original-Method $request_method;
+            proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
+            proxy_set_header X-Fxev-Admitted "";
+            proxy_set_header X-Fxev-Expect "";
+            proxy_set_header X-Fxev-Answer "";
+@@UPSTREAM_HEADERS@@"""
+
+# With auth lanes: the lane first; what it leaves (403), or a lane that failed (500), to the
+# full step in @fxev_checked.
+LANE_STEP = """\
+            auth_request /_fxev_lane;
+            error_page 403 500 = @fxev_checked;
+            error_page 502 504 = @fxev_down;
+            # The full step's own refusal is a second redirect (to the replay of its answer).
+            recursive_error_pages on;
+"""
+
+LANE_UPSTREAM = """
+    # The gateways' auth lanes (FXEV_EDGE_LANE): the common auth step, answered without Sanic.
+    upstream fxev_lanes {
+@@LANES@@
+        keepalive 64;
+    }"""
+
+LANE_LOCATIONS = """
+        # The auth lane's step: the same request as the full step's, to a lane; it answers 200
+        # (as the full step would) or 403 (take the full step), having counted nothing.
+        location = /_fxev_lane {
+            internal;
+            proxy_pass http://fxev_lanes@@AUTH_PATH@@;
+            proxy_next_upstream error timeout;
+@@AUTH_HEADERS@@
+        }
+        # The full step, for what the lane left: as without lanes.
+        location @fxev_checked {
+@@FULL_STEP@@@@CACHED@@
+        }"""
+
+# An immutable route's answer once its auth step passed: from the cache, keyed on the URI and
+# the ETag the gateway gave, so a correction (a new ETag) is a new key: no purge.
+CACHED = """\
             auth_request_set $fxev_request_id $upstream_http_x_request_id;
             auth_request_set $fxev_etag $upstream_http_x_fxev_etag;
             auth_request_set $fxev_answer $upstream_http_x_fxev_answer;
-            error_page 401 = @fxev_answer;
-            error_page 500 502 504 = @fxev_down;
             proxy_cache fxev_cache;
             proxy_cache_key "$request_uri $fxev_etag $http_origin";
             proxy_cache_valid 200 365d;
@@ -301,9 +350,17 @@ IMMUTABLE = """\
             proxy_pass http://fxev_gateways;
 """
 
+# An immutable route: checked per request by the auth step, then served from the cache.
+IMMUTABLE = "@@CHECK@@@@CACHED@@"
+
 BLOCKS = {
     "IMMUTABLE": IMMUTABLE,
+    "CACHED": CACHED,
+    "FULL_STEP": FULL_STEP,
+    "AUTH_HEADERS": AUTH_HEADERS,
     "DIGEST": _DIGEST,
     "STRIP": _STRIP,
     "UPSTREAM_HEADERS": _UPSTREAM_HEADERS,
 }
+DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
+LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}

@@ -7,6 +7,7 @@ needs a token). Bodies are stored bytes plus the envelope, sent as they are.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import uuid
 
@@ -158,6 +159,36 @@ def evidence_answer(
     }
     etag = '"' + meta["sha256"] + '"'
     return tree(request).evidence_bytes(meta["sha256"]), etag, headers, meta["content_type"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Remembered:
+    """An immutable 200 this worker answered for the published revision (as-of ``/v1/rates``,
+    evidence): what its ledger entry holds, without its body."""
+
+    etag: str  # the quoted SHA-256 of the body
+    size: int  # the body's length
+    request_id: str | None  # the body's request_id (as-of: the deterministic one)
+
+
+def remembered(view: PublishedView, path: str, query: str) -> Remembered | None:
+    """The immutable 200 memoised for ``path?query`` as sent (raw), if any: the answer the
+    handler above (:func:`rates`, :func:`evidence`) would send it now, short of a 304. The memo
+    is the published revision's, so call :meth:`PublishedView.current` first."""
+    if path == "/v1/rates":
+        memo = view.memo_get(("rates?", query)) if query else None
+        if memo is None:
+            return None
+        body, etag, _, request_id = memo
+        return Remembered(etag, len(body), request_id)
+    segment = path.removeprefix("/v1/evidence/")
+    if segment == path or not segment or "/" in segment or query:
+        return None
+    found = view.memo_get(("evidence", segment))
+    if found is None:
+        return None
+    data, etag, _, _ = found
+    return Remembered(etag, len(data), None)
 
 
 async def revisions(request: Request) -> HTTPResponse:

@@ -52,6 +52,7 @@ class Settings:
     redis_url: str | None = None
     log_origin: str | None = None
     log_vkey: str | None = None
+    edge_lane: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -162,6 +163,14 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "fleet mode: Redis shared by every gateway (limits, tokens, page-token secret, alerts)",
         unset="unset (one host, local files)",
+    ),
+    Setting(
+        "FXEV_EDGE_LANE",
+        "edge_lane",
+        None,
+        "`HOST:PORT` where each gateway worker also answers the edge's common auth steps (the"
+        " auth lane); `fxev edge config --lane` names it",
+        unset="unset (no lane: every auth step goes through Sanic)",
     ),
     Setting(
         "FXEV_STORE_URL",
@@ -298,7 +307,19 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         redis_url=environ.get("FXEV_REDIS_URL", "").strip() or None,
         log_origin=_log_origin(environ.get("FXEV_LOG_ORIGIN", "")),
         log_vkey=environ.get("FXEV_LOG_VKEY", "").strip() or None,
+        edge_lane=_address("FXEV_EDGE_LANE", environ.get("FXEV_EDGE_LANE", "")),
     )
+
+
+def _address(variable: str, raw: str) -> str | None:
+    """``HOST:PORT`` (a port 1-65535), or None when unset."""
+    text = raw.strip()
+    if not text:
+        return None
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"{variable} must be HOST:PORT, got {raw!r}")
+    return text
 
 
 def _log_origin(raw: str) -> str | None:

@@ -213,11 +213,18 @@ exec "$5" -p "$6" -e "$6/error.log" -c "$4" -g 'daemon off;'
 
 
 def edge_service(
-    root: Path, port: int, upstreams: Sequence[str], env: Mapping[str, str]
+    root: Path,
+    port: int,
+    upstreams: Sequence[str],
+    env: Mapping[str, str],
+    lanes: Sequence[str] = (),
 ) -> Service:
-    """The shipped edge (docs/operating/edge.md) on ``port``, in front of ``upstreams``."""
+    """The shipped edge (docs/operating/edge.md) on ``port``, in front of ``upstreams``, asking
+    their auth ``lanes`` first."""
     folder = root / "edge"
-    upstream_flags = " ".join(f"--upstream {upstream}" for upstream in upstreams)
+    upstream_flags = " ".join(
+        [f"--upstream {upstream}" for upstream in upstreams] + [f"--lane {lane}" for lane in lanes]
+    )
     argv = [
         "sh", "-c", EDGE_SCRIPT, PYTHON, f"{HOST}:{port}", str(folder / "cache"), upstream_flags,
         str(folder / "nginx.conf"), nginx_binary(), str(folder),

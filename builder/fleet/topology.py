@@ -40,6 +40,7 @@ class GatewayHost:
     env: dict[str, str]
     serve: Service
     mirror: Service
+    lane: str  # ``HOST:PORT`` of its workers' auth lane for the edge (FXEV_EDGE_LANE)
 
     @property
     def url(self) -> str:
@@ -77,6 +78,10 @@ class Topology:
     @property
     def upstreams(self) -> list[str]:
         return [gateway.upstream for gateway in self.gateways]
+
+    @property
+    def lanes(self) -> list[str]:
+        return [gateway.lane for gateway in self.gateways]
 
     def add_front(self, service: Service) -> None:
         self.fronts.append(service)
@@ -197,7 +202,7 @@ def plan(
     topology = Topology(root, fleet, operator, redis_service(root, redis_port), store, gateways)
     if edge_port is not None:
         port = edge_port or free_ports(1)[0]
-        topology.add_front(edge_service(root, port, topology.upstreams, operator))
+        topology.add_front(edge_service(root, port, topology.upstreams, operator, topology.lanes))
     return topology
 
 
@@ -211,6 +216,7 @@ def _gateway_host(
     folder = root / f"gateway-{name}"
     host_env = dict(env) | _home_env(folder)
     url = f"http://{HOST}:{port}"
+    lane = f"{HOST}:{free_ports(1)[0]}"
     serve_argv = [PYTHON, "-m", "gateway", "serve", "--host", HOST, "--port", str(port),
                   "--workers", str(workers)]  # fmt: skip
 
@@ -219,7 +225,8 @@ def _gateway_host(
         workers_up = service.new_log().count("Worker ready") >= workers
         return workers_up and http_ok(url + "/v1/health/live")
 
-    serve = Service(f"gateway-{name}", serve_argv, host_env, folder / "serve.log", ready, url)
+    serve_env = host_env | {"FXEV_EDGE_LANE": lane}
+    serve = Service(f"gateway-{name}", serve_argv, serve_env, folder / "serve.log", ready, url)
     mirror_argv = [PYTHON, "-m", "builder", "mirror", "--follow"]
     mirror = Service(f"mirror-{name}", mirror_argv, host_env, folder / "mirror.log")
-    return GatewayHost(name, host_env, serve, mirror)
+    return GatewayHost(name, host_env, serve, mirror, lane)

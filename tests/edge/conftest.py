@@ -33,6 +33,8 @@ class Topology:
     env: dict[str, str]
     gateways: list[Gateway]
     edge: Edge
+    lanes: list[str]  # the gateways' auth lanes the edge asks first (none: Sanic alone)
+    base: Path  # the module's folder
 
     @property
     def home(self) -> Path:
@@ -60,33 +62,52 @@ class Topology:
         return requests.request(method, base + path, headers=sent, timeout=15)
 
 
-def edge_config_text(env: dict[str, str], listen: str, upstreams: list[str], cache: Path) -> str:
+def edge_config_text(
+    env: dict[str, str],
+    listen: str,
+    upstreams: list[str],
+    cache: Path,
+    lanes: list[str] | None = None,
+) -> str:
     """What ``fxev edge config`` prints for these addresses."""
     args = ["edge", "config", "--listen", listen, "--cache-dir", str(cache)]
     for upstream in upstreams:
         args += ["--upstream", upstream]
+    for lane in lanes or ():
+        args += ["--lane", lane]
     done = run_fxev(env, *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["lanes", "sanic"])
 def topology(
+    request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
     demo_home: Path,  # noqa: F811
 ) -> Iterator[Topology]:
+    """The edge with each gateway's auth lane (the shipped default of ``make fleet``), and
+    without (every auth step through Sanic): every test runs against both."""
     base = tmp_path_factory.mktemp("edge")
     env, _ = copy_demo(demo_home, base, FXEV_RATE_LIMIT_PER_MIN=str(PER_MIN))
-    gateways = [Gateway(env=env, token="", log_path=base / f"gateway-{n}.log") for n in "ab"]
+    lanes = [f"127.0.0.1:{_free_port()}" for _ in "ab"] if request.param == "lanes" else []
+    gateways = [
+        Gateway(
+            env={**env, **({"FXEV_EDGE_LANE": lanes[n]} if lanes else {})},
+            token="",
+            log_path=base / f"gateway-{name}.log",
+        )
+        for n, name in enumerate("ab")
+    ]
     topology = None
     try:
         for gateway in gateways:
             gateway.start()
         port = _free_port()
         upstreams = [gateway.base_url.removeprefix("http://") for gateway in gateways]
-        text = edge_config_text(env, f"127.0.0.1:{port}", upstreams, base / "edge-cache")
+        text = edge_config_text(env, f"127.0.0.1:{port}", upstreams, base / "edge-cache", lanes)
         edge = start_edge(text, base / "nginx", f"http://127.0.0.1:{port}", "/v1/health/live")
-        topology = Topology(env, gateways, edge)
+        topology = Topology(env, gateways, edge, lanes, base)
         yield topology
     finally:
         if topology is not None:

@@ -11,15 +11,16 @@ import hashlib
 import threading
 import time
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import orjson
 import requests
 
 from builder.demo import local_source
 from gateway.sending import repr_digest
-from tests.contract.conftest import fxev, ledger_entries
+from tests.contract.conftest import _free_port, fxev, ledger_entries
 from tests.contract.test_api import assert_api_error
-from tests.edge.conftest import PER_MIN, Topology
+from tests.edge.conftest import PER_MIN, Topology, edge_config_text
 from tests.support.edge import start_edge
 from tokens.store import TokenStore, parse_token_id
 
@@ -186,6 +187,59 @@ def test_the_internal_routes_are_unreachable_from_outside(topology: Topology) ->
             direct = topology.get(path, token, via=gateway.base_url, **headers)
             assert_api_error(direct, 404, "NOT_FOUND")
     assert topology.get("/_fxev_auth", token).status_code == 404  # nginx's internal location
+
+
+def established_to(port: int) -> int:
+    """How many TCP connections on this host are established to ``port`` (from
+    ``/proc/net/tcp``)."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[2].rpartition(":")[2], 16) == port:
+            count += 1
+    return count
+
+
+def test_with_lanes_the_edge_asks_them_and_without_it_asks_sanic(topology: Topology) -> None:
+    token = topology.token()
+    answers = [topology.get(AS_OF, token, **IDENTITY) for _ in range(6)]
+    assert [a.status_code for a in answers] == [200] * 6
+    for answer in answers:
+        [entry] = ledger_entries(topology.env, answer.headers["X-Request-Id"])
+        assert entry["status"] == 200 and entry["path"] == "/v1/rates"
+    ports = [int(lane.rpartition(":")[2]) for lane in topology.lanes]
+    if topology.lanes:  # the edge keeps its connections to the lanes it asked
+        assert sum(established_to(port) for port in ports) >= 1
+    else:
+        assert all("FXEV_EDGE_LANE" not in g.env for g in topology.gateways)
+        assert "fxev_lanes" not in (topology.edge.prefix / "nginx.conf").read_text()
+
+
+def test_a_lane_that_does_not_answer_leaves_every_step_to_the_full_one(
+    topology: Topology,
+) -> None:
+    port = _free_port()
+    upstreams = [g.base_url.removeprefix("http://") for g in topology.gateways]
+    dead = [f"127.0.0.1:{_free_port()}"]  # nobody listens there
+    text = edge_config_text(
+        topology.env, f"127.0.0.1:{port}", upstreams, topology.base / "cache-dead", dead
+    )
+    front = start_edge(
+        text, topology.base / "nginx-dead", f"http://127.0.0.1:{port}", "/v1/health/live"
+    )
+    try:
+        token = topology.token()
+        for _ in range(2):
+            resp = requests.get(
+                front.url(AS_OF), headers={"Authorization": f"Bearer {token}"}, timeout=15
+            )
+            assert resp.status_code == 200
+            [entry] = ledger_entries(topology.env, resp.headers["X-Request-Id"])
+            assert entry["status"] == 200
+        refused = requests.get(front.url(AS_OF), timeout=15)
+        assert_api_error(refused, 401, "UNAUTHORIZED")
+    finally:
+        front.stop()
 
 
 def test_a_published_correction_is_served_on_the_very_next_request(topology: Topology) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -31,14 +32,41 @@ def test_the_config_names_every_gateway_the_listener_and_the_cache() -> None:
     assert text.count("{") == text.count("}")
 
 
-def test_the_credential_is_only_sent_to_the_gateways() -> None:
-    lines = [line.strip() for line in edge_config(PLAN).splitlines() if CREDENTIAL in line]
+LANED = dataclasses.replace(PLAN, lanes=("127.0.0.1:8011", "10.0.0.2:8010"))
+
+
+def test_with_lanes_each_immutable_route_asks_a_lane_first_then_the_full_step() -> None:
+    text = edge_config(LANED)
+    assert "@@" not in text and text.count("{") == text.count("}")
+    assert "server 127.0.0.1:8011 max_fails=1 fail_timeout=5s;" in text
+    assert "server 10.0.0.2:8010 max_fails=1 fail_timeout=5s;" in text
+    # as-of /v1/rates and evidence: the lane, and what it leaves (403) or fails (500) goes on
+    assert text.count("auth_request /_fxev_lane;") == 2
+    assert text.count("error_page 403 500 = @fxev_checked;") == 2
+    checked = text[text.index("location @fxev_checked {") :]
+    assert "auth_request /_fxev_auth;" in checked[: checked.index("proxy_pass")]
+    assert "proxy_pass http://fxev_lanes/_edge/auth;" in text
+    # without lanes, none of it
+    plain = edge_config(PLAN)
+    assert "fxev_lanes" not in plain and "@fxev_checked" not in plain
+    assert plain.count("auth_request /_fxev_auth;") == 2
+
+
+@pytest.mark.parametrize("plan", [PLAN, LANED], ids=["direct", "lanes"])
+def test_the_credential_is_only_sent_to_the_gateways(plan: EdgePlan) -> None:
+    lines = [line.strip() for line in edge_config(plan).splitlines() if CREDENTIAL in line]
     assert lines and all(line == f"proxy_set_header X-Fxev-Edge {CREDENTIAL};" for line in lines)
 
 
-def test_every_location_that_proxies_blanks_or_sets_the_edge_headers() -> None:
-    text = edge_config(PLAN)
+@pytest.mark.parametrize("plan", [PLAN, LANED], ids=["direct", "lanes"])
+def test_every_location_that_proxies_blanks_or_sets_the_edge_headers(plan: EdgePlan) -> None:
+    text = edge_config(plan)
     assert text.count("proxy_pass ") == text.count("proxy_set_header X-Fxev-Edge ")
+
+
+def test_large_answers_go_by_sendfile_without_tcp_nopush() -> None:
+    text = edge_config(PLAN)
+    assert "    sendfile on;" in text and "tcp_nopush on" not in text
 
 
 @pytest.mark.parametrize(
@@ -51,6 +79,7 @@ def test_every_location_that_proxies_blanks_or_sets_the_edge_headers() -> None:
         {"cache_dir": Path("relative")},
         {"cache_dir": Path("/x;y")},
         {"credential": "short"},
+        {"lanes": ("nowhere",)},
     ],
 )
 def test_a_bad_plan_is_refused(change: dict[str, object]) -> None:
@@ -59,6 +88,7 @@ def test_a_bad_plan_is_refused(change: dict[str, object]) -> None:
         "upstreams": PLAN.upstreams,
         "cache_dir": PLAN.cache_dir,
         "credential": PLAN.credential,
+        "lanes": PLAN.lanes,
         **change,
     }
     with pytest.raises(ValueError):

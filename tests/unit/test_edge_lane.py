@@ -1,0 +1,148 @@
+"""The auth lane's connection (:mod:`gateway.edge_lane`) on an event loop, over stand-ins for a
+worker's stores: steps answered in order, each only once its ledger entry is on disk; a failed
+ledger leaves the step to the full one; ``Connection: close`` honoured."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from gateway import edge
+from gateway.edge_lane import FULL_STEP, AuthLane, LaneConnection
+from gateway.ledger import LedgerUnavailable
+from gateway.ratelimit import ALLOWED, Decision
+from tokens.store import TokenRecord
+
+CREDENTIAL = "cd" * 32
+TARGET = "/v1/rates?currency=USD&as_of_revision=3"
+ETAG = '"' + "e" * 64 + '"'
+RECORD = TokenRecord("t1", "lane", datetime(2026, 1, 1, tzinfo=UTC), None, None)
+
+
+class View:
+    def current(self) -> object:
+        return object()
+
+    def memo_get(self, key: object) -> Any:
+        if key == ("rates?", TARGET.partition("?")[2]):
+            return (b"x" * 10, ETAG, {}, "rid")
+        return None
+
+
+class Tokens:
+    def check(self, text: str, now: datetime) -> TokenRecord | None:
+        return RECORD if text == "good" else None
+
+
+class Limiter:
+    def __init__(self) -> None:
+        self.counted = 0
+
+    def acquire_us(self, token_id: str, now_us: int) -> Decision:
+        self.counted += 1
+        return ALLOWED
+
+
+class Ledger:
+    """Holds each entry's future for the test to settle."""
+
+    def __init__(self) -> None:
+        self.entries: list[Any] = []
+        self.futures: list[asyncio.Future[None]] = []
+
+    def append(self, entry: Any) -> asyncio.Future[None]:
+        done = asyncio.get_running_loop().create_future()
+        self.entries.append(entry)
+        self.futures.append(done)
+        return done
+
+
+class Transport:
+    def __init__(self) -> None:
+        self.written = b""
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def step(token: str = "good", close: bool = False) -> bytes:
+    lines = [
+        f"GET {edge.AUTH_PATH} HTTP/1.1",
+        "Host: lane",
+        f"X-Fxev-Edge: {CREDENTIAL}",
+        f"X-Original-URI: {TARGET}",
+        f"Authorization: Bearer {token}",
+    ]
+    if close:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def connection() -> tuple[LaneConnection, Transport, Ledger, Limiter]:
+    ledger, limiter, transport = Ledger(), Limiter(), Transport()
+    lane = AuthLane(View(), ledger, CREDENTIAL, token_check=Tokens(), limiter=limiter)  # type: ignore[arg-type]
+    conn = LaneConnection(lane)
+    conn.connection_made(transport)  # type: ignore[arg-type]
+    return conn, transport, ledger, limiter
+
+
+async def settle() -> None:
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+def test_pipelined_steps_are_answered_in_order_each_once_on_disk() -> None:
+    async def run() -> None:
+        conn, transport, ledger, limiter = connection()
+        conn.data_received(step() + step("bad") + step())
+        assert transport.written == b""  # the first waits for its entry; the others behind it
+        assert len(ledger.futures) == 1
+        ledger.futures[0].set_result(None)
+        await settle()
+        answers = transport.written.split(b"HTTP/1.1 ")[1:]
+        assert answers[0].startswith(b"200 ") and b"X-Fxev-Etag: " + ETAG.encode() in answers[0]
+        assert b"HTTP/1.1 " + answers[1] == FULL_STEP  # a refused token: the full step's
+        assert len(answers) == 2 and len(ledger.futures) == 2  # the third waits for its entry
+        ledger.futures[1].set_result(None)
+        await settle()
+        assert transport.written.count(b"HTTP/1.1 200 ") == 2
+        assert limiter.counted == 2
+        entry = ledger.entries[0]
+        assert (entry.path, entry.query, entry.status, entry.etag) == (
+            "/v1/rates",
+            TARGET.partition("?")[2],
+            200,
+            ETAG,
+        )
+        assert (entry.sha256, entry.bytes, entry.request_id) == ("e" * 64, 10, "rid")
+
+    asyncio.run(run())
+
+
+def test_a_failed_ledger_leaves_the_step_to_the_full_one() -> None:
+    async def run() -> None:
+        conn, transport, ledger, _ = connection()
+        conn.data_received(step())
+        ledger.futures[0].set_exception(LedgerUnavailable("disk full"))
+        await settle()
+        assert transport.written == FULL_STEP and not transport.closed
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("close", [True, False])
+def test_connection_close_is_honoured(close: bool) -> None:
+    async def run() -> None:
+        conn, transport, _, _ = connection()
+        conn.data_received(step("bad", close=close))
+        await settle()
+        assert transport.written == FULL_STEP and transport.closed is close
+
+    asyncio.run(run())
