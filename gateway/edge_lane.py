@@ -1,5 +1,5 @@
 """The edge's auth lane: the auth step of the common case, answered without Sanic
-(docs/operating/edge.md#the-auth-lane).
+(docs/operating/edge.md#lane).
 
 The shipped edge checks every request for a cached answer with an auth step (:mod:`gateway.edge`).
 Taken by Sanic, that step costs as much as serving the answer itself, and the edge can serve a
@@ -29,7 +29,7 @@ import contextlib
 import dataclasses
 import hmac
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httptools
 from sanic.log import error_logger
@@ -44,6 +44,8 @@ from gateway.stamps import fresh_request_id, utc_now_text
 if TYPE_CHECKING:
     from gateway.fleet_limits import RedisGate
     from gateway.published import PublishedView
+    from gateway.ratelimit import RateLimiter
+    from tokens.cache import CachedTokenCheck
     from tokens.store import TokenRecord
 
 # The headers the lane reads; any other is ignored, and one of these sent twice is left to Sanic.
@@ -94,10 +96,11 @@ class AuthLane:
         view: PublishedView,
         ledger: Ledger | None,
         credential: str,
-        token_check: Any = None,
-        limiter: Any = None,
+        token_check: CachedTokenCheck | RedisGate | None = None,
+        limiter: RateLimiter | RedisGate | None = None,
         fleet: RedisGate | None = None,
     ) -> None:
+        """One host: ``token_check`` and ``limiter``; fleet mode: ``fleet``, which is both."""
         self.view = view
         self.ledger = ledger
         self.credential = credential.encode("ascii")
@@ -135,6 +138,7 @@ class AuthLane:
 
     def admitted(self, cleared: Cleared) -> TokenRecord | None:
         """The token's record, counted by the limiter, or None (refused: nothing counted)."""
+        assert self.token_check is not None and self.limiter is not None
         record = self.token_check.check(cleared.token, datetime.now(UTC))
         if record is None or not self.limiter.acquire_us(record.id, now_us()).allowed:
             return None

@@ -15,7 +15,14 @@ import pytest
 import requests
 
 from gateway import edge
-from tests.contract.conftest import Gateway, _free_port, copy_demo, issue_token, ledger_entries
+from tests.contract.conftest import (
+    Gateway,
+    _free_port,
+    _running,
+    copy_demo,
+    issue_token,
+    ledger_entries,
+)
 from tests.contract.test_edge_routes import AS_OF, auth, credential
 from tokens.store import TokenStore
 
@@ -32,12 +39,7 @@ def laned(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -> Iterator
     env, token = copy_demo(
         demo_home, base, FXEV_EDGE_LANE=lane, FXEV_RATE_LIMIT_PER_MIN=str(PER_MIN)
     )
-    gateway = Gateway(env=env, token=token, log_path=base / "gateway.log")
-    gateway.start()
-    try:
-        yield gateway
-    finally:
-        gateway.stop()
+    yield from _running(base, env, token)
 
 
 def lane_url(gateway: Gateway) -> str:

@@ -387,6 +387,43 @@ def test_redis_holds_hashes_counts_and_the_alert_state_only(fleet: Topology) -> 
     assert (fleet.root / "redis" / "appendonlydir").is_dir()
 
 
+def test_a_gateways_auth_lane_counts_in_redis_with_every_other_request(fleet: Topology) -> None:
+    """The edge's auth lane in fleet mode (docs/operating/edge.md#lane): a step it takes is
+    counted by Redis, so the other gateway's direct requests see it; a revoked token is left to
+    the full step."""
+    import redis
+
+    client = redis.Redis.from_url(fleet.env["FXEV_REDIS_URL"])
+    try:
+        credential = client.get("fxev:edge_secret")
+    finally:
+        client.close()
+    assert credential is not None
+    warming_id, warming = issue(fleet, "lane-warming")
+    _, token = issue(fleet, "lane")
+    gateway = fleet.gateways[0]
+    as_of = f"{RATES}&as_of_revision={latest(gateway, warming)['dataset_revision']}"
+    sent = {
+        "X-Fxev-Edge": credential.decode(),
+        "X-Original-URI": as_of,
+        "X-Original-Method": "GET",
+        "Authorization": f"Bearer {token}",
+    }
+    lane = f"http://{gateway.lane}/_edge/auth"
+    statuses = []
+    for _ in range(PER_MIN - 2):  # each 403 counted nothing; each warming request warms a worker
+        statuses.append(requests.get(lane, headers=sent, timeout=10).status_code)
+        if statuses[-1] == 200:
+            break
+        assert get(gateway, as_of, warming, Connection="close").status_code == 200
+    assert statuses[-1] == 200 and set(statuses) <= {200, 403}, statuses
+    others = [get(fleet.gateways[1], COVERAGE, token).status_code for _ in range(PER_MIN)]
+    assert others == [200] * (PER_MIN - 1) + [429]  # the lane's one step was counted
+    fleet.fxev(fleet.operator_env, "token", "revoke", warming_id)
+    sent["Authorization"] = f"Bearer {warming}"
+    assert requests.get(lane, headers=sent, timeout=10).status_code == 403
+
+
 def test_the_edge_serves_the_fleets_cached_answers_only_to_tokens_the_fleet_accepts(
     fleet: Topology,
 ) -> None:
