@@ -170,12 +170,11 @@ class Planner:
             numbers = views.revisions_in_page(number, revision)
             has_newer = number < last
             key = key_of("revisions", numbers.start, numbers.stop, has_newer)
-            draw = functools.cache(
-                functools.partial(self.draw_revisions, number, numbers, has_newer)
-            )
-            jobs.append(PageJob(f"revisiones/{number}.html", key, draw))
-            if number == last:
+            draw = functools.partial(self.draw_revisions, number, numbers, has_newer)
+            if number == last:  # drawn once for both of its routes
+                draw = functools.cache(draw)
                 jobs.append(PageJob("revisiones/index.html", key, draw))
+            jobs.append(PageJob(f"revisiones/{number}.html", key, draw))
         return jobs
 
     def draw_revisions(self, number: int, numbers: range, has_newer: bool) -> bytes:
