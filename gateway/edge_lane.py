@@ -58,6 +58,9 @@ WANTED = frozenset(
         b"if-none-match",
     }
 )
+# The most bytes a step's head may take before it is complete (the edge's are under 2 KB): past
+# it, the connection is closed (``httptools`` would hold a header of any length).
+HEAD_LIMIT = 16 << 10
 FULL_STEP = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
 NOT_HERE = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 PASSED = b"HTTP/1.1 200 OK\r\nX-Request-Id: %s\r\nX-Fxev-Etag: %s\r\nContent-Length: 0\r\n\r\n"
@@ -182,6 +185,7 @@ class LaneConnection(asyncio.Protocol):
         self._path = b""
         self._headers: dict[bytes, bytes] = {}
         self._repeated = False
+        self._unfinished = 0  # bytes received since the last complete step
 
     # -- httptools' callbacks ---------------------------------------------------------------
 
@@ -198,6 +202,7 @@ class LaneConnection(asyncio.Protocol):
             self._headers[name] = value
 
     def on_message_complete(self) -> None:
+        self._unfinished = 0
         parser = self.parser
         self.waiting.append(
             Asked(
@@ -220,9 +225,14 @@ class LaneConnection(asyncio.Protocol):
         self.lane.connections.discard(self)
 
     def data_received(self, data: bytes) -> None:
+        self._unfinished += len(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
+            self.send(NOT_HERE)
+            return
+        if self._unfinished > HEAD_LIMIT:  # a head that never ends: not the edge's
+            self.waiting.clear()
             self.send(NOT_HERE)
             return
         if not self.busy:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gateway import edge
-from gateway.edge_lane import FULL_STEP, AuthLane, LaneConnection
+from gateway.edge_lane import FULL_STEP, HEAD_LIMIT, AuthLane, LaneConnection
 from gateway.ledger import LedgerUnavailable
 from gateway.ratelimit import ALLOWED, Decision
 from tokens.store import TokenRecord
@@ -144,5 +144,18 @@ def test_connection_close_is_honoured(close: bool) -> None:
         conn.data_received(step("bad", close=close))
         await settle()
         assert transport.written == FULL_STEP and transport.closed is close
+
+    asyncio.run(run())
+
+
+def test_a_head_that_never_ends_closes_the_connection() -> None:
+    async def run() -> None:
+        conn, transport, ledger, _ = connection()
+        head = step().removesuffix(b"\r\n\r\n")
+        conn.data_received(head + b"\r\nX-Long: ")
+        for _ in range(HEAD_LIMIT // 1024 + 1):
+            conn.data_received(b"y" * 1024)
+        assert transport.written.startswith(b"HTTP/1.1 404 ") and transport.closed
+        assert ledger.futures == []
 
     asyncio.run(run())
