@@ -87,6 +87,15 @@ _STRIP = """\
             proxy_set_header X-Fxev-Answer "";
             proxy_set_header X-Original-URI "";
             proxy_set_header X-Original-Method "";"""
+# Passed through, uncached: the gateway checks, counts and records it.
+_PASSED = """\
+            error_page 502 504 = @fxev_down;
+            add_header X-Cache PASS always;
+@@DIGEST@@
+@@STRIP@@
+@@UPSTREAM_HEADERS@@
+            proxy_pass http://fxev_gateways;"""
+
 _UPSTREAM_HEADERS = """\
             proxy_set_header Host $http_host;
             proxy_set_header Connection "";
@@ -217,20 +226,10 @@ http {
         }
         # Everything else: to a gateway as it came; the gateway checks, counts and records it.
         location / {
-            error_page 502 504 = @fxev_down;
-            add_header X-Cache PASS always;
-@@DIGEST@@
-@@STRIP@@
-@@UPSTREAM_HEADERS@@
-            proxy_pass http://fxev_gateways;
+@@PASSED@@
         }
         location @fxev_pass {
-            error_page 502 504 = @fxev_down;
-            add_header X-Cache PASS always;
-@@DIGEST@@
-@@STRIP@@
-@@UPSTREAM_HEADERS@@
-            proxy_pass http://fxev_gateways;
+@@PASSED@@
         }
 
         # The auth step: the client's request, as a bodiless GET to a gateway's internal route,
@@ -358,6 +357,7 @@ BLOCKS = {
     "CACHED": CACHED,
     "FULL_STEP": FULL_STEP,
     "AUTH_HEADERS": AUTH_HEADERS,
+    "PASSED": _PASSED,
     "DIGEST": _DIGEST,
     "STRIP": _STRIP,
     "UPSTREAM_HEADERS": _UPSTREAM_HEADERS,

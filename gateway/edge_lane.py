@@ -62,6 +62,7 @@ WANTED = frozenset(
 # it, the connection is closed (``httptools`` would hold a header of any length).
 HEAD_LIMIT = 16 << 10
 FULL_STEP = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
+AUTH_PATH = edge.AUTH_PATH.encode()
 NOT_HERE = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 PASSED = b"HTTP/1.1 200 OK\r\nX-Request-Id: %s\r\nX-Fxev-Etag: %s\r\nContent-Length: 0\r\n\r\n"
 
@@ -117,7 +118,7 @@ class AuthLane:
         given = asked.headers.get(b"x-fxev-edge", b"")
         if not given or not hmac.compare_digest(given, self.credential):
             return NOT_HERE
-        if asked.method != b"GET" or asked.path != edge.AUTH_PATH.encode():
+        if asked.method != b"GET" or asked.path != AUTH_PATH:
             return NOT_HERE
         headers = asked.headers
         if (

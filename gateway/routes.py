@@ -29,6 +29,16 @@ PAGE_SIZE = 366
 REQUEST_ID_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e0f-9a61-2f4c8d9e7b10")
 
 
+def rates_memo_key(query_string: str) -> tuple[str, str]:
+    """Where an as-of ``/v1/rates`` answer is memoised under its query string as sent."""
+    return ("rates?", query_string)
+
+
+def evidence_memo_key(segment: str) -> tuple[str, str]:
+    """Where an evidence answer is memoised under its path segment as sent."""
+    return ("evidence", segment)
+
+
 async def health_live(request: Request) -> HTTPResponse:
     return send(request, b'{"status":"alive"}', body_request_id=None)
 
@@ -54,7 +64,7 @@ async def rates(request: Request) -> HTTPResponse:
     pub = published(request)
     view: PublishedView = request.app.ctx.view
     # A query string answered as of a revision before: the same answer, before any parsing.
-    raw_key = ("rates?", request.query_string)
+    raw_key = rates_memo_key(request.query_string)
     memo = view.memo_get(raw_key)
     if memo is not None:
         body, etag, tags, request_id = memo
@@ -129,7 +139,7 @@ async def observation(request: Request, obs_id: str) -> HTTPResponse:
 async def evidence(request: Request, ev_id: str) -> HTTPResponse:
     pub = published(request)
     view: PublishedView = request.app.ctx.view
-    key = ("evidence", ev_id)  # the path segment as sent: a valid id, checked the first time
+    key = evidence_memo_key(ev_id)  # the segment as sent: a valid id, checked the first time
     found = view.memo_get(key)
     if found is None:
         found = evidence_answer(request, pub, params.path_uuid("ev_id", ev_id))
@@ -176,7 +186,7 @@ def remembered(view: PublishedView, path: str, query: str) -> Remembered | None:
     handler above (:func:`rates`, :func:`evidence`) would send it now, short of a 304. The memo
     is the published revision's, so call :meth:`PublishedView.current` first."""
     if path == "/v1/rates":
-        memo = view.memo_get(("rates?", query)) if query else None
+        memo = view.memo_get(rates_memo_key(query)) if query else None
         if memo is None:
             return None
         body, etag, _, request_id = memo
@@ -184,7 +194,7 @@ def remembered(view: PublishedView, path: str, query: str) -> Remembered | None:
     segment = path.removeprefix("/v1/evidence/")
     if segment == path or not segment or "/" in segment or query:
         return None
-    found = view.memo_get(("evidence", segment))
+    found = view.memo_get(evidence_memo_key(segment))
     if found is None:
         return None
     data, etag, _, _ = found
