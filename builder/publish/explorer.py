@@ -83,8 +83,9 @@ class Planner:
         self.view = view
         self.registry = registry
 
-    def jobs(self, revision: int) -> list[PageJob]:
-        """Every page of the map of ``revision`` (drawn only when its key is new)."""
+    def jobs(self, revision: int, first_log_page: int = 1) -> list[PageJob]:
+        """Every page of the map of ``revision`` (drawn only when its key is new), but the log's
+        pages before ``first_log_page``, settled in the map it starts from."""
         root = self.view.root(revision)
         coverage = {entry["serie"]: entry for entry in self.view.coverage(revision)}
         jobs: list[PageJob] = []
@@ -96,7 +97,7 @@ class Planner:
             years[serie] = top.keys
             jobs.extend(self.series_jobs(serie, top, coverage.get(serie)))
         jobs.append(self.home_job(revision, root.ts_commit, years, coverage))
-        jobs.extend(self.revision_jobs(revision))
+        jobs.extend(self.revision_jobs(revision, first_log_page))
         return jobs
 
     def home_job(
@@ -162,11 +163,12 @@ class Planner:
 
     # -- the revision log ---------------------------------------------------------------------
 
-    def revision_jobs(self, revision: int) -> list[PageJob]:
-        """The log's pages; a key is what a page lists, so only the newest ones get new keys."""
+    def revision_jobs(self, revision: int, first: int = 1) -> list[PageJob]:
+        """The log's pages from ``first``; a key is what a page lists, so only the newest ones get
+        new keys."""
         last = views.revision_page_of(revision)
         jobs = []
-        for number in range(1, last + 1):
+        for number in range(first, last + 1):
             numbers = views.revisions_in_page(number, revision)
             has_newer = number < last
             key = key_of("revisions", numbers.start, numbers.stop, has_newer)
@@ -215,6 +217,27 @@ class Planner:
         return pages.observation_page(pages.ObservationPage(detail, evidence))
 
 
+def layout_fingerprint() -> str:
+    """The templates' fingerprint and the log's page size: a map made with other ones is not
+    reused (its full log pages would list other revisions)."""
+    return key_of("layout", pages.template_fingerprint(), views.REVISIONS_PER_PAGE)
+
+
+def settled_log_pages(base: PageMap) -> dict[str, tuple[str, str]]:
+    """The entries of ``base`` for the log's pages that were already full at its revision, from
+    the first on while ``base`` has them. What such a page lists can no longer change, and its
+    key says only that (:meth:`Planner.revision_jobs`): a later map takes the entry as it is,
+    so a build does not make a job per page of a long log."""
+    settled = {}
+    for number in range(1, views.revision_page_of(base.revision) if base.revision else 1):
+        route = f"revisiones/{number}.html"
+        entry = base.pages.get(route)
+        if entry is None:
+            break
+        settled[route] = entry
+    return settled
+
+
 # -- writing and sweeping -------------------------------------------------------------------------
 
 
@@ -231,7 +254,7 @@ class ExplorerWriter:
         """Write the explorer of ``revision`` (written to the tree, published or not yet): its
         changed pages, its new observation pages, then its map. A no-op when the published map
         is ``revision``'s, drawn with the current templates."""
-        fingerprint = pages.template_fingerprint()
+        fingerprint = layout_fingerprint()
         published = self.tree.published_revision()
         base = None if published is None else self.reader.page_map(published)
         if base is None or base.fingerprint != fingerprint or base.revision > revision:
@@ -239,9 +262,12 @@ class ExplorerWriter:
         elif base.revision == revision:
             return ExplorerResult(revision, ())
         planner = Planner(BuiltTree(self.tree), self.registry)
-        jobs = planner.jobs(revision)
+        settled = settled_log_pages(base)
+        jobs = planner.jobs(revision, len(settled) + 1)
         stale = [job for job in jobs if base.pages.get(job.route, ("",))[0] != job.key]
-        entries = {job.route: base.pages[job.route] for job in jobs if job.route in base.pages}
+        entries = settled | {
+            job.route: base.pages[job.route] for job in jobs if job.route in base.pages
+        }
         entries |= self.write_pages(stale)
         observations = planner.observation_pages(base.revision, revision)
         self.write_files(

@@ -28,6 +28,7 @@ from builder.publish.build import Builder
 from builder.publish.explorer import render_explorer
 from builder.publish.writer import TreeWriter
 from builder.registry.store import Registry
+from builder.render.explorer import views
 from builder.tree import explorer as stored
 from builder.tree.explorer import ExplorerReader
 from builder.tree.layout import EXPLORER_DIR, OBSERVATIONS, POINTER
@@ -182,6 +183,41 @@ def test_incremental_pages_equal_a_full_render_of_the_same_revision(
     shutil.rmtree(fresh / EXPLORER_DIR)
     render_explorer(TreeWriter(fresh), stores.registry)
     assert files(fresh / EXPLORER_DIR) == files(imported / EXPLORER_DIR)
+
+
+def test_a_long_log_takes_its_full_pages_from_the_map_and_draws_only_the_newest(
+    imported: Path,
+    stores: Stores,
+    capture: Callable[..., CaptureResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(views, "REVISIONS_PER_PAGE", 2)  # another page size: all drawn again
+    for day in range(21, 28):  # a revision each: the log grows to 4 pages of 2
+        capture(f"{day}/09/2026|3.{day}0|3.{day}8|\r\n")
+        build(stores, imported)
+    published = TreeWriter(imported).published_revision()
+    assert published == 8 and views.revision_page_of(published) == 4
+    capture("28/09/2026|3.280|3.288|\r\n")
+    changed = rendered_by_next_build(stores, imported)
+    log_pages = {route for route in changed if route.startswith("revisiones/")}
+    assert log_pages == {"revisiones/4.html", "revisiones/5.html", "revisiones/index.html"}
+    fresh = tmp_path / "fresh"
+    shutil.copytree(imported, fresh, symlinks=True)
+    shutil.rmtree(fresh / EXPLORER_DIR)
+    render_explorer(TreeWriter(fresh), stores.registry)
+    assert files(fresh / EXPLORER_DIR) == files(imported / EXPLORER_DIR)
+
+
+def test_settled_log_pages_stop_at_the_first_page_the_map_lacks() -> None:
+    entries = {f"revisiones/{n}.html": (f"key{n}", f"sha{n}") for n in (1, 2, 4, 5)}
+    base = stored.PageMap(251, "layout", entries)  # 50 a page: pages 1-5 were full, 6 was not
+    assert explorer_module.settled_log_pages(base) == {
+        "revisiones/1.html": ("key1", "sha1"),
+        "revisiones/2.html": ("key2", "sha2"),
+    }
+    assert explorer_module.settled_log_pages(stored.PageMap(50, "layout", entries)) == {}
+    assert explorer_module.settled_log_pages(stored.PageMap(0, "layout", {})) == {}
 
 
 def test_a_template_change_redraws_every_page(
