@@ -21,6 +21,16 @@ DEFAULT_UPSTREAM = "127.0.0.1:8000"
 CACHE_FOLDER = "edge-cache"
 CACHE_MAX_SIZE = "1g"
 CACHE_INACTIVE = "30d"
+# Whether nginx's gzip takes Accept-Encoding as accepting gzip (ngx_http_gzip_accept_encoding):
+# only the first "gzip" token at the start or after a comma or space counts; after it, spaces,
+# then the end, a comma, or ";" and spaces, then the end or "q=" (either case) with 1, 1.000 or
+# a non-zero 0.ddd of at most three decimals, ended by the end, a comma or a space. Anything else
+# (another parameter, a fourth decimal, q=0) is refused. Matched case-insensitively (nginx's
+# "~*", Python's re.IGNORECASE): the atomic group keeps a later token from being tried.
+GZIP_ACCEPTED = (
+    r"^(?>.*?(?:^|(?<=[ ,]))gzip) *(?:$|,|; *(?:$|q="
+    r"(?:1(?:\.0{0,3})?|0\.(?=[0-9]{0,3}(?:$|[ ,]))0{0,2}[1-9][0-9]{0,2})(?:$|[ ,])))"
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,6 +82,7 @@ def edge_config(plan: EdgePlan) -> str:
         "ANSWER_PATH": edge.ANSWER_PATH,
         "MAX_SIZE": CACHE_MAX_SIZE,
         "INACTIVE": CACHE_INACTIVE,
+        "GZIP_ACCEPTED": "~*" + GZIP_ACCEPTED,
     }
     for name, value in values.items():
         text = text.replace(f"@@{name}@@", value)
@@ -145,8 +156,10 @@ http {
 
     # gzip for JSON (and HTML, which nginx always includes) when the client accepts it; nginx
     # makes the ETag weak and adds Vary: Accept-Encoding. The maps below predict when it does
-    # (status 200/403/404, one of those types, HTTP/1.1, "gzip" accepted without q=0), to drop
-    # the identity body's Repr-Digest from exactly those answers.
+    # (status 200/403/404, one of those types, HTTP/1.1, and "gzip" accepted as nginx reads
+    # Accept-Encoding: the first "gzip" token, bare or with ";q=" of a non-zero value of at most
+    # three decimals), to drop the identity body's Repr-Digest from exactly those answers. A HEAD
+    # has no body, so no Repr-Digest, as from the gateway (the cache answers it from a GET's).
     gzip on;
     gzip_types application/json;
     gzip_min_length 1;
@@ -155,15 +168,16 @@ http {
     gzip_http_version 1.1;
     map $http_accept_encoding $fxev_gzip_accepted {
         default 0;
-        "~*(^|[ ,])gzip *(,|$|;(?! *q=0(\\.0*)? *(,|$)))" 1;
+        "@@GZIP_ACCEPTED@@" 1;
     }
     map "$fxev_gzip_accepted $server_protocol $status $sent_http_content_type" $fxev_gzipped {
         default 0;
         "~^1 HTTP/1\\.1 (200|403|404) (application/json|text/html)( *;.*)?$" 1;
     }
-    map $fxev_gzipped $fxev_repr_digest {
-        0 $upstream_http_repr_digest;
-        1 "";
+    map "$request_method $fxev_gzipped" $fxev_repr_digest {
+        "~^HEAD " "";
+        "~ 1$" "";
+        default $upstream_http_repr_digest;
     }
     # The immutable routes: the auth step decides what may be cached; everything else passes.
     map "$request_method $arg_as_of_revision" $fxev_as_of {

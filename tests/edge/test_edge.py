@@ -168,6 +168,47 @@ def test_gzip_decompresses_to_the_gateways_bytes_with_a_weak_etag(topology: Topo
     )
 
 
+# Accept-Encoding values nginx reads as accepting gzip, and values it does not (another
+# parameter, a fourth decimal, q=0, a token that is not "gzip", a later "gzip" after a refused one).
+ACCEPTS = ["gzip", "GZIP;Q=0.5", "gzip ; q=0.001", "br, gzip;q=1.000", "x-gzip, gzip"]
+REFUSES = ["gzip;level=1", "gzip;q=0.0001", "gzip;q=0", "x-gzip", "gzip;q=0, gzip", "gzipx"]
+
+
+def test_the_repr_digest_goes_exactly_with_the_identity_body(topology: Topology) -> None:
+    """An answer the edge compresses has no Repr-Digest; one it sends as the gateway made it
+    keeps the gateway's, whatever Accept-Encoding said (docs/operating/edge.md#headers)."""
+    token = topology.token("accepts")
+    for accept in ACCEPTS + REFUSES:
+        for path in (AS_OF, LATEST):
+            resp = requests.get(
+                topology.edge.url(path),
+                headers={"Authorization": f"Bearer {token}", "Accept-Encoding": accept},
+                stream=True,
+                timeout=15,
+            )
+            wire = resp.raw.read(decode_content=False)
+            assert resp.status_code == 200
+            compressed = resp.headers.get("Content-Encoding") == "gzip"
+            assert compressed == (accept in ACCEPTS), accept
+            if compressed:
+                assert "Repr-Digest" not in resp.headers, accept
+            else:
+                digest = repr_digest(hashlib.sha256(wire).hexdigest())
+                assert resp.headers["Repr-Digest"] == digest, accept
+
+
+def test_a_head_has_the_gateways_headers_even_from_the_cache(topology: Topology) -> None:
+    token = topology.token("head")
+    cached(topology, AS_OF)
+    direct = topology.get(AS_OF, token, method="HEAD", via=topology.gateways[0].base_url)
+    assert direct.status_code == 200 and "Repr-Digest" not in direct.headers
+    for accept in ("identity", "gzip;level=1", "gzip"):
+        resp = topology.get(AS_OF, token, method="HEAD", **{"Accept-Encoding": accept})
+        assert resp.status_code == 200 and resp.headers["X-Cache"] == "HIT"
+        assert "Repr-Digest" not in resp.headers, accept
+        assert resp.headers["ETag"].removeprefix("W/") == direct.headers["ETag"]
+
+
 def test_if_none_match_answers_304(topology: Topology) -> None:
     token = topology.token()
     etag = cached(topology, AS_OF).headers["ETag"]

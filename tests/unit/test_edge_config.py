@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from sanic.response import HTTPResponse
 
 from gateway import edge
-from gateway.edge_config import EdgePlan, check_address, edge_config
+from gateway.edge_config import GZIP_ACCEPTED, EdgePlan, check_address, edge_config
 
 CREDENTIAL = "ab" * 32
 PLAN = EdgePlan(
@@ -128,3 +129,38 @@ def test_a_packed_answer_unpacks_to_itself(
 def test_what_is_not_a_packed_answer_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
         edge.unpack(text)
+
+
+@pytest.mark.parametrize(
+    ("header", "accepted"),
+    [
+        ("gzip", True),
+        ("GZIP", True),
+        ("deflate, gzip", True),
+        ("gzip;q=0.5", True),
+        ("gzip; q=0.5", True),
+        ("gzip ;Q=0.001", True),
+        ("gzip;q=1", True),
+        ("gzip;q=1.000", True),
+        ("gzip;", True),
+        ("x-gzip, gzip", True),  # the first token that is "gzip" counts
+        ("gzip;q=0.5 x", True),  # nginx stops reading the value at a space
+        ("", False),
+        ("identity", False),
+        ("x-gzip", False),
+        ("gzipx", False),
+        ("gzip;q=0", False),
+        ("gzip;q=0.000", False),
+        ("gzip;q=0.0001", False),  # a fourth decimal
+        ("gzip;q=1.5", False),
+        ("gzip;q=1.0001", False),
+        ("gzip;q=", False),
+        ("gzip;level=1", False),
+        ("gzip;q=0.5;level=1", False),
+        ("gzip; q =0.5", False),
+        ("gzip;q=0, gzip", False),  # only the first token counts
+    ],
+)
+def test_gzip_is_predicted_as_nginx_reads_accept_encoding(header: str, accepted: bool) -> None:
+    assert bool(re.search(GZIP_ACCEPTED, header, re.IGNORECASE)) is accepted
+    assert f'"~*{GZIP_ACCEPTED}" 1;' in edge_config(PLAN)
