@@ -1,8 +1,9 @@
 """The configuration table of the docs is the settings code's: every variable, its exact default.
 
 ``builder.core.settings.SETTINGS`` declares each setting once (variable, ``Settings`` field,
-default, help); ``docs/operating/configuration.md`` must list exactly those variables with
-exactly those defaults, and each documented default must be what ``load_settings`` really uses.
+default, help); the README's configuration table and ``docs/operating/configuration.md`` must
+list exactly those variables with exactly those defaults, and each documented default must be
+what ``load_settings`` really uses.
 """
 
 from __future__ import annotations
@@ -17,26 +18,30 @@ from builder.core.settings import SETTINGS, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "operating" / "configuration.md"
+TABLES = (ROOT / "README.md", PAGE)  # every setting in each
 VARIABLE = re.compile(r"\bFXEV_[A-Z0-9_]+\b")
 # Packages whose every FXEV_* variable must be documented somewhere in docs/.
 PACKAGES = ("builder", "gateway", "tokens", "verifier")
 
 
-def documented() -> dict[str, str]:
+def documented(page: Path = PAGE) -> dict[str, str]:
     """variable -> default, from the rows of the page's table."""
-    rows = re.findall(r"^\| `(FXEV_[A-Z0-9_]+)` \| ([^|]+?) \|", PAGE.read_text(), re.MULTILINE)
+    rows = re.findall(r"^\| `(FXEV_[A-Z0-9_]+)` \| ([^|]+?) \|", page.read_text(), re.MULTILINE)
     table = {name: default.strip().strip("`") for name, default in rows}
     assert len(table) == len(rows), "a variable is listed twice"
     return table
 
 
-def test_the_table_lists_exactly_the_settings_the_code_knows() -> None:
-    assert sorted(documented()) == sorted(setting.variable for setting in SETTINGS)
+@pytest.mark.parametrize("page", TABLES, ids=lambda page: page.name)
+def test_the_table_lists_exactly_the_settings_the_code_knows(page: Path) -> None:
+    assert sorted(documented(page)) == sorted(setting.variable for setting in SETTINGS)
 
 
-@pytest.mark.parametrize("setting", SETTINGS, ids=lambda setting: setting.variable)
-def test_each_documented_default_is_the_code_default(setting) -> None:  # type: ignore[no-untyped-def]
-    assert documented()[setting.variable] == setting.shown_default
+@pytest.mark.parametrize("page", TABLES, ids=lambda page: page.name)
+def test_each_documented_default_is_the_code_default(page: Path) -> None:
+    table = documented(page)
+    for setting in SETTINGS:
+        assert table[setting.variable] == setting.shown_default, setting.variable
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda setting: setting.variable)
