@@ -23,7 +23,7 @@ from gateway.freshness import frescura, freshness_entry
 from gateway.logroutes import log_checkpoint, log_key, log_rows, log_tile
 from gateway.published import Published, PublishedView
 from gateway.reading import hoy_lima, latest_dates, published, query, tree
-from gateway.sending import Handler, etag_matches, send, send_immutable, x_request_id
+from gateway.sending import Handler, send, send_immutable, x_request_id
 
 PAGE_SIZE = 366
 REQUEST_ID_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e0f-9a61-2f4c8d9e7b10")
@@ -40,6 +40,8 @@ def evidence_memo_key(segment: str) -> tuple[str, str]:
 
 
 async def health_live(request: Request) -> HTTPResponse:
+    """Public; touches no store. Its query is checked like every other (no parameter)."""
+    params.no_params(query(request))
     return send(request, b'{"status":"alive"}', body_request_id=None)
 
 
@@ -50,14 +52,10 @@ async def health_ready(request: Request) -> HTTPResponse:
 
 
 async def openapi_document(request: Request) -> HTTPResponse:
-    """Public (docs/decisions.md#public-endpoints): the OpenAPI document, revalidated with its
-    ETag."""
+    """Public (docs/decisions.md#public-endpoints): the OpenAPI document, ``no-store`` like
+    every answer that is not as-of, evidence or the log's (docs/decisions.md#caching)."""
     params.no_params(query(request))
-    headers = {"ETag": openapi.ETAG, "Cache-Control": openapi.CACHE_CONTROL}
-    if etag_matches(request, openapi.ETAG):
-        return send(request, b"", status=304, headers=headers, body_request_id=None)
-    sha256 = openapi.ETAG.strip('"')  # the document's own hash: not hashed again
-    return send(request, openapi.BODY, headers=headers, body_request_id=None, body_sha256=sha256)
+    return send(request, openapi.BODY, body_request_id=None, body_sha256=openapi.SHA256)
 
 
 async def rates(request: Request) -> HTTPResponse:

@@ -1,8 +1,8 @@
 """The OpenAPI 3.1 document of ``/v1``: the one source of truth, built once from this package.
 
 ``DOCUMENT`` is the dict, ``BODY`` its bytes as served at ``PATH`` (``/v1/openapi.json``, public,
-docs/decisions.md#public-endpoints) with ``Cache-Control: CACHE_CONTROL``, ``ETAG`` their quoted
-SHA-256.
+docs/decisions.md#public-endpoints), ``no-store`` like every answer but as-of ones, evidence
+and the log's, ``SHA256`` their SHA-256.
 
 ::
 
@@ -12,13 +12,13 @@ SHA-256.
     parameters     query parameters (components/parameters) and path ids
     responses      shared error responses (components/responses) and their constructors
     operations     one Operation per path, as its get and head objects
-    document       the description and the assembly: DOCUMENT, BODY, ETAG
+    document       the description and the assembly: DOCUMENT, BODY, SHA256
 """
 
 from __future__ import annotations
 
-from gateway.openapi.document import API_VERSION, BODY, DOCUMENT, ETAG, build_document
-from gateway.openapi.headers import CACHE_CONTROL, HEADERS
+from gateway.openapi.document import API_VERSION, BODY, DOCUMENT, SHA256, build_document
+from gateway.openapi.headers import HEADERS
 from gateway.openapi.operations import OPERATIONS, PATH
 from gateway.openapi.parameters import PARAMETERS
 from gateway.openapi.responses import RESPONSES
@@ -27,14 +27,13 @@ from gateway.openapi.schemas import SCHEMAS
 __all__ = [
     "API_VERSION",
     "BODY",
-    "CACHE_CONTROL",
     "DOCUMENT",
-    "ETAG",
     "HEADERS",
     "OPERATIONS",
     "PARAMETERS",
     "PATH",
     "RESPONSES",
     "SCHEMAS",
+    "SHA256",
     "build_document",
 ]

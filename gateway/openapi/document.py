@@ -1,8 +1,8 @@
 """The OpenAPI 3.1 document of ``/v1``, assembled once from the modules beside this one.
 
 ``DOCUMENT`` is the dict, ``BODY`` its bytes as served at ``/v1/openapi.json`` (public,
-docs/decisions.md#public-endpoints), ``ETAG`` their quoted SHA-256. Building is pure and
-deterministic: the same code gives the same bytes, so the ETag changes only when the document does.
+docs/decisions.md#public-endpoints), ``SHA256`` their SHA-256 (its ``Repr-Digest``, not hashed
+again per answer). Building is pure and deterministic: the same code gives the same bytes.
 """
 
 from __future__ import annotations
@@ -99,4 +99,4 @@ def build_document() -> dict[str, Any]:
 
 DOCUMENT: dict[str, Any] = build_document()
 BODY: bytes = orjson.dumps(DOCUMENT)
-ETAG: str = '"' + hashlib.sha256(BODY).hexdigest() + '"'
+SHA256: str = hashlib.sha256(BODY).hexdigest()

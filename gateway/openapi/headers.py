@@ -11,9 +11,6 @@ from builder.core.vocabulary import CDN_IMMUTABLE, IMMUTABLE, NO_STORE
 from gateway.openapi.json_schema import SHA256, TIMESTAMP, Schema
 from gateway.sending import CORS_EXPOSE
 
-# The document's own: public and changing only with a deployment, so caches keep it but
-# revalidate with the ETag.
-CACHE_CONTROL = "no-cache"
 # RFC 9110's IMF-fixdate, and RFC 9530's SHA-256 digest (32 bytes in base64).
 HTTP_DATE = (
     "^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} "
@@ -156,14 +153,6 @@ EVIDENCE_HEADERS: dict[str, dict[str, Any]] = {
 NO_STORE_HEADERS = {
     "X-Request-Id": header_ref("X-Request-Id"),
     "Cache-Control": header_ref("Cache-Control-NoStore"),
-}
-
-DOCUMENT_HEADERS = {
-    "X-Request-Id": header_ref("X-Request-Id"),
-    "Cache-Control": header(
-        "Keep it, but revalidate with the ETag.", {"type": "string", "const": CACHE_CONTROL}
-    ),
-    "ETag": header_ref("ETag-Sha256"),
 }
 
 LOG_IMMUTABLE_HEADERS = {

@@ -9,11 +9,11 @@ from typing import Any
 from gateway import params
 from gateway.openapi.headers import (
     AS_OF_NOT_MODIFIED_HEADERS,
-    DOCUMENT_HEADERS,
     EVIDENCE_HEADERS,
     LOG_CHECKPOINT_HEADERS,
     LOG_IMMUTABLE_HEADERS,
     LOG_KEY_HEADERS,
+    NO_STORE_HEADERS,
     RATES_HEADERS,
 )
 from gateway.openapi.json_schema import Schema
@@ -189,14 +189,14 @@ OPERATIONS: tuple[Operation, ...] = (
         PATH,
         "OpenApi",
         "This document",
-        "Public (no token). Served with an ETag; If-None-Match answers 304.",
+        "Public (no token). Not cached (no-store), like every answer but as-of ones, evidence "
+        "and the log's.",
         {
             "200": {
                 "description": "The OpenAPI 3.1 document.",
-                "headers": DOCUMENT_HEADERS,
+                "headers": NO_STORE_HEADERS,
                 "content": json_content({"type": "object"}),
             },
-            "304": not_modified("Unchanged: If-None-Match matched.", DOCUMENT_HEADERS),
             "503": response_ref("Unavailable"),
         },
         public=True,

@@ -1,12 +1,16 @@
-"""``/v1/openapi.json`` as served: public, the module's exact bytes, revalidated with its ETag."""
+"""``/v1/openapi.json`` as served: public, the module's exact bytes, ``no-store`` like every answer
+that is not as-of, evidence or the log's (docs/decisions.md#caching)."""
 
 from __future__ import annotations
+
+import hashlib
 
 import pytest
 import requests
 import schemathesis
 
 from gateway import openapi
+from gateway.sending import repr_digest
 from tests.contract.conftest import Gateway
 from tests.contract.openapi_checks import closed
 
@@ -18,8 +22,9 @@ def test_openapi_document_is_public_and_is_the_modules_bytes(gateway: Gateway) -
     assert resp.status_code == 200
     assert resp.content == openapi.BODY
     assert resp.headers["Content-Type"] == "application/json"
-    assert resp.headers["ETag"] == openapi.ETAG
-    assert resp.headers["Cache-Control"] == "no-cache"
+    assert "ETag" not in resp.headers
+    assert resp.headers["Cache-Control"] == "no-store"
+    assert resp.headers["Repr-Digest"] == repr_digest(hashlib.sha256(openapi.BODY).hexdigest())
     assert len(resp.headers["X-Request-Id"]) == 36
 
 
@@ -29,20 +34,18 @@ def test_openapi_document_ignores_a_bad_token(gateway: Gateway) -> None:
     assert resp.content == openapi.BODY
 
 
-def test_openapi_document_answers_304_to_its_etag(gateway: Gateway) -> None:
-    resp = gateway.get(openapi.PATH, token=None, headers={"If-None-Match": openapi.ETAG})
-    assert resp.status_code == 304
-    assert resp.content == b""
-    assert resp.headers["ETag"] == openapi.ETAG
-    stale = gateway.get(openapi.PATH, token=None, headers={"If-None-Match": '"0"'})
-    assert stale.status_code == 200
+def test_openapi_document_never_answers_304(gateway: Gateway) -> None:
+    etag = '"' + openapi.SHA256 + '"'
+    for tag in (etag, "*"):
+        resp = gateway.get(openapi.PATH, token=None, headers={"If-None-Match": tag})
+        assert resp.status_code == 200 and resp.content == openapi.BODY
 
 
 def test_openapi_document_head_has_headers_and_no_body(gateway: Gateway) -> None:
     resp = requests.head(gateway.url(openapi.PATH), timeout=10)
     assert resp.status_code == 200
     assert resp.content == b""
-    assert resp.headers["ETag"] == openapi.ETAG
+    assert resp.headers["Cache-Control"] == "no-store"
 
 
 def test_openapi_document_takes_no_query_parameters(gateway: Gateway) -> None:
