@@ -6,7 +6,10 @@ one piece of evidence and the run is one revision holding every date: observatio
 identical re-captures, corrections), manifest entries for the dates the source declares without
 data, and the cross-checks those touched. Dates still pending (``n.d.`` with nothing published
 after them) record nothing; when every date is pending the run is ``sin_cambios`` and makes no
-revision. A failure records one event per requested date.
+revision. A close dated tomorrow in Lima, after the requested range, is recorded and marked
+``plausibilidad_baja`` like any source's; one dated later fails the run as
+``invariante_fallida`` (``builder.sources.centralbank``). A failure records one event per
+requested date.
 
 :func:`read_range` (fetch and parse one range, or say how it failed) is shared with the backfill
 (``builder.capture.backfill``), which reads a longer range the same way and records it as one

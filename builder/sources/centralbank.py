@@ -11,11 +11,14 @@ served as ``text/html`` (docs/sources.md#central-bank-json)::
 ``SourceFormatError`` (``cambio_formato``) for a body that is not it: an HTML page (the WAF's
 challenge answers 200 too), invalid JSON or anything after it, a missing or unexpected key, series
 names that are not the two SBS names, a value that is neither a decimal string nor ``n.d.``, a
-label that is not ``DD.Mon.YY`` with a known month, a date outside the requested range, or dates
-not strictly ascending (duplicates included). It raises ``InvariantError``
-(``invariante_fallida``) for a well-formed row that cannot be a rate (impossible date, value not
-positive or absurd, date more than one day after today in Lima). The answer is one piece of
-evidence: the first row that breaks a rule fails all of it, and the message names that row.
+label that is not ``DD.Mon.YY`` with a known month, a date before the requested range (or after
+it and not after today in Lima), or dates not strictly ascending (duplicates included). It raises
+``InvariantError`` (``invariante_fallida``) for a well-formed row that cannot be a rate
+(impossible date, value not positive or absurd, date more than one day after today in Lima). A
+rate dated tomorrow in Lima is what the source published: it is returned like any other, and the
+capture marks it ``plausibilidad_baja`` (``builder.capture.plausibility``). The answer is one
+piece of evidence: the first row that breaks a rule fails all of it, and the message names that
+row.
 
 Columns are matched to sides by the names the API returns, never by position alone: the two
 names must be exactly the SBS buy and sell names of the BCRP metadata
@@ -28,10 +31,11 @@ Month labels: with ``/ing`` the API writes English abbreviations except Septembe
 (no abbreviation means two different months). ``Sep`` is refused: no source shows the API writing
 it.
 
-Values carry 1 to 4 decimals (trailing zeros may be dropped, ``3.36``; a value without decimals
-is accepted for the same reason) and become canonical half-up to 3 places. Five or more decimals
-are refused: the SBS series declare 3, and 14-decimal averages are the interbank series'
-signature (docs/sources.md#series-codes).
+Values are plain decimal strings with any number of decimals (trailing zeros may be dropped,
+``3.36``; a value without decimals is accepted for the same reason). The raw text is kept and
+the canonical value is rounded half-up to 3 places (docs/decisions.md#canonical-values): the SBS
+series declare 3, but the central bank may carry more (``3.35114285714286`` gives ``3.351``).
+Anything else (an exponent, a sign other than ``-``, a comma, spaces) is not a decimal string.
 
 A row with either side ``n.d.`` is ``n.d.`` for that date (docs/decisions.md#cross-checks). It is
 the source declaring no data (``nd_fuente``) only when a later date of the same answer has a value;
@@ -44,7 +48,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from datetime import date
+from datetime import date, timedelta
 from types import MappingProxyType
 from typing import Any
 
@@ -92,7 +96,7 @@ MONTHS: Mapping[str, int] = MappingProxyType(
 )
 
 _LABEL = re.compile(r"([0-9]{2})\.([A-Za-z]{3})\.([0-9]{2})")
-_VALUE = re.compile(r"-?[0-9]+(?:\.[0-9]{1,4})?")
+_VALUE = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")  # ASCII digits; any number of decimals
 _ROW_KEYS = {"name", "values"}
 _TOP_KEYS = {"config", "periods"}
 
@@ -159,7 +163,7 @@ def parse_response(body: bytes, *, start: date, end: date, today_lima: date) -> 
     days: list[ParsedRate | NoData] = []
     for position, (row, fragment) in enumerate(rows, 1):
         where = f"period {position} ({_label_for(row)})"
-        fecha, values = _read_row(row, width, where, start, end)
+        fecha, values = _read_row(row, width, where, start, end, today_lima)
         if days and fecha <= days[-1].fecha_serie:
             problem = "repeats" if fecha == days[-1].fecha_serie else "comes before"
             raise SourceFormatError(f"{where}: date {fecha} {problem} the previous period's")
@@ -263,9 +267,9 @@ def _column_indexes(config: object) -> tuple[int, int]:
 
 
 def _read_row(
-    row: object, width: int, where: str, start: date, end: date
+    row: object, width: int, where: str, start: date, end: date, today_lima: date
 ) -> tuple[date, list[str]]:
-    """A row's date and raw values, checked for form; the date within ``start``..``end``."""
+    """A row's date and raw values, checked for form; the date as :func:`_label_date` allows."""
     if not isinstance(row, dict) or row.keys() != _ROW_KEYS:
         keys = sorted(row) if isinstance(row, dict) else type(row).__name__
         raise SourceFormatError(f"{where}: expected an object with 'name' and 'values', got {keys}")
@@ -275,15 +279,20 @@ def _read_row(
     for value in values:
         if not isinstance(value, str) or not (value == NO_DATA or _VALUE.fullmatch(value)):
             raise SourceFormatError(
-                f"{where}: value {value!r} is neither {NO_DATA!r} nor a decimal string "
-                "with at most 4 decimals"
+                f"{where}: value {value!r} is neither {NO_DATA!r} nor a decimal string"
             )
-    fecha = _label_date(row["name"], where, start, end)
+    fecha = _label_date(row["name"], where, start, end, today_lima)
     return fecha, values
 
 
-def _label_date(label: object, where: str, start: date, end: date) -> date:
-    """The date of a ``DD.Mon.YY`` label, its century taken from the requested range."""
+def _label_date(label: object, where: str, start: date, end: date, today_lima: date) -> date:
+    """The date of a ``DD.Mon.YY`` label, its century taken from the requested range.
+
+    A date before ``start``, or after ``end`` but not after today in Lima, is outside what was
+    asked: a format error. A date after both ``end`` and today is returned: it is the
+    invariants' to judge (:func:`check_rate_invariants`: more than one day ahead fails) and the
+    plausibility check's to mark (tomorrow), as for any source (docs/decisions.md#plausibility).
+    """
     match = _LABEL.fullmatch(label) if isinstance(label, str) else None
     if match is None:
         raise SourceFormatError(f"{where}: label is not DD.Mon.YY")
@@ -291,14 +300,15 @@ def _label_date(label: object, where: str, start: date, end: date) -> date:
     month = MONTHS.get(month_name)
     if month is None:
         raise SourceFormatError(f"{where}: unknown month {month_name!r}")
-    years = [y for y in range(start.year, end.year + 1) if y % 100 == int(two_digits)]
+    latest = max(end, today_lima + timedelta(days=1))
+    years = [y for y in range(start.year, latest.year + 1) if y % 100 == int(two_digits)]
     if not years:
-        raise SourceFormatError(f"{where}: year '{two_digits}' is outside {start}..{end}")
+        raise SourceFormatError(f"{where}: year '{two_digits}' is outside {start}..{latest}")
     try:
         fecha = date(years[0], month, int(day))
     except ValueError:
         raise InvariantError(f"{where}: date does not exist") from None
-    if not start <= fecha <= end:
+    if fecha < start or end < fecha <= today_lima:
         raise SourceFormatError(f"{where}: date {fecha} is outside the range {start}..{end}")
     return fecha
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -62,11 +62,17 @@ def capture_cb(
             return status, list(HTML), body
 
         source.reset()
-        source.add_callback(responses.GET, BASE + PATH, callback=reply, content_type=None)
+        source.add_callback(responses.GET, BASE + path_for(now), callback=reply, content_type=None)
         return capture_centralbank(stores, cb_settings, now)
 
     run.seen = seen  # type: ignore[attr-defined]
     yield run
+
+
+def path_for(now: datetime) -> str:
+    """The API path a capture at ``now`` asks for: the 8 days up to today in Lima."""
+    end = now.date()
+    return f"/PD04639PD-PD04640PD/json/{end - timedelta(days=7)}/{end}/ing"
 
 
 def periods(body: bytes = RECORDED.body) -> dict[str, object]:
@@ -137,6 +143,42 @@ def test_a_second_identical_answer_is_a_recapture_and_a_changed_close_a_correcti
     assert corrected.outcome == "correccion"
     new = cierre(stores, "2026-09-03")
     assert new.supersedes == old.id and new.venta == "3.366"
+
+
+def test_a_close_with_many_decimals_is_rounded_half_up_and_kept_raw(
+    capture_cb: Callable[..., CaptureResult], stores: Stores
+) -> None:
+    # docs/decisions.md#canonical-values: the central bank may carry more than 3 decimals.
+    result = capture_cb(with_values({"07.Set.26": ["3.35114285714286", "3.37250"]}))
+    assert result.outcome == "nueva"
+    close = cierre(stores, "2026-09-07")
+    assert (close.compra, close.venta) == ("3.351", "3.373")
+    assert (close.compra_cruda, close.venta_cruda) == ("3.35114285714286", "3.37250")
+
+
+def test_a_close_dated_tomorrow_in_lima_is_recorded_and_marked(
+    capture_cb: Callable[..., CaptureResult], stores: Stores
+) -> None:
+    # On Sunday 6 September the answer lists Monday 7 September: after the requested range
+    # (which ends today), published all the same (docs/decisions.md#plausibility).
+    result = capture_cb(now=lima(date(2026, 9, 6), 20))
+    assert result.outcome == "nueva"
+    assert [o.fecha_serie for o in result.observaciones][-1] == "2026-09-07"
+    assert [a.condicion for a in result.alertas] == ["plausibilidad_baja:centralbank:2026-09-07"]
+    close = cierre(stores, "2026-09-07")
+    (mark,) = [e for e in stores.registry.events_of(close.id) if e.tipo == "plausibilidad_baja"]
+    assert mark.detalle["motivos"] == [{"motivo": "fecha_futura", "hoy_lima": "2026-09-06"}]
+
+
+def test_a_close_dated_two_days_ahead_is_an_invariant_failure_with_no_observation(
+    capture_cb: Callable[..., CaptureResult], stores: Stores
+) -> None:
+    result = capture_cb(now=lima(date(2026, 9, 5), 20))
+    assert result.outcome == "fallo"
+    assert [a.tipo for a in result.alertas] == ["invariante_fallida"]
+    assert "more than one day after today in Lima" in result.alertas[0].detalle["mensaje"]
+    assert [o.fecha_serie for o in result.observaciones][-1] == "2026-09-05"  # requested dates
+    assert cierre(stores, "2026-09-07") is None and cierre(stores, "2026-09-01") is None
 
 
 def test_every_date_pending_is_sin_cambios_without_a_revision(

@@ -224,8 +224,6 @@ FORMAT_CHANGES = [
     pytest.param(with_row("03.Set.26", "N.D.", "3.365"), id="nd-upper-case"),
     pytest.param(with_row("03.Set.26", "nd", "3.365"), id="nd-without-dots"),
     pytest.param(with_row("03.Set.26", "3,355", "3.365"), id="decimal-comma"),
-    pytest.param(with_row("03.Set.26", "3.35514", "3.365"), id="five-decimals"),
-    pytest.param(with_row("03.Set.26", "3.35914285714286", "3.365"), id="interbank-14-decimals"),
     pytest.param(with_row("03.Set.26", "3.", "3.365"), id="dot-without-decimals"),
     pytest.param(with_row("03.Set.26", "+3.355", "3.365"), id="plus-sign"),
     pytest.param(with_row("03.Set.26", "3.355e0", "3.365"), id="exponent"),
@@ -292,9 +290,9 @@ def test_challenge_page_message_says_so() -> None:
             id="outside-range",
         ),
         pytest.param(
-            with_row("03.Set.26", "3.35514", "3.365"),
-            r"period 3 \('03.Set.26'\): value '3.35514'",
-            id="five-decimals",
+            with_row("03.Set.26", "3.355e0", "3.365"),
+            r"period 3 \('03.Set.26'\): value '3.355e0' is neither 'n.d.' nor a decimal string$",
+            id="exponent",
         ),
         pytest.param(
             replace_once(REAL, "01.Set.26", "01.Sep.26"),
@@ -484,6 +482,10 @@ def test_weekend_listed_as_nd_is_declared_when_monday_has_a_value() -> None:
         pytest.param("3.4", "3.400", id="two-dropped-zeros"),
         pytest.param("3", "3.000", id="no-decimals"),
         pytest.param("3.9995", "4.000", id="rounds-into-the-unit"),
+        pytest.param("3.35514", "3.355", id="five-decimals"),
+        pytest.param("3.35114285714286", "3.351", id="fourteen-decimals"),
+        pytest.param("3.35450000000000", "3.355", id="fourteen-decimals-half-rounds-up"),
+        pytest.param("3.3544999999999999999999", "3.354", id="just-below-half-rounds-down"),
     ],
 )
 def test_values_become_three_decimals_half_up_and_keep_their_raw_text(
@@ -514,6 +516,19 @@ def test_any_value_of_up_to_four_decimals_rounds_half_up(units: int, drop_zeros:
     last = parse(with_row("07.Set.26", raw, raw)).rates[-1]
     assert last.compra_cruda == raw
     assert last.compra == last.venta == half_up_oracle(units)
+
+
+@given(
+    units=st.integers(min_value=1, max_value=199_999),
+    tail=st.text(alphabet="0123456789", min_size=1, max_size=20),
+)
+def test_any_value_of_more_decimals_rounds_half_up_on_its_first_four(units: int, tail: str) -> None:
+    # docs/decisions.md#canonical-values: the central bank may carry more than 3 decimals. Half-up
+    # at 3 places depends on the 4th decimal alone, whatever digits follow it.
+    raw = four_decimal_text(units) + tail
+    last = parse(with_row("07.Set.26", raw, "3.372")).rates[-1]
+    assert last.compra_cruda == raw
+    assert last.compra == half_up_oracle(units)
 
 
 # --- labels -----------------------------------------------------------------------------------
@@ -601,6 +616,40 @@ def test_date_more_than_a_day_after_today_in_lima_fails_an_invariant() -> None:
 
 def test_tomorrow_in_lima_parses_for_plausibility_to_mark() -> None:
     assert parse(REAL, today=date(2026, 9, 6)).rates[-1].fecha_serie == date(2026, 9, 7)
+
+
+def test_tomorrow_after_the_requested_range_parses_for_plausibility_to_mark() -> None:
+    # A capture asks up to today in Lima: a row dated tomorrow is after the range, yet what the
+    # source published (docs/decisions.md#plausibility), not a format change.
+    answer = parse(REAL, end=date(2026, 9, 6), today=date(2026, 9, 6))
+    assert answer.rates[-1].fecha_serie == date(2026, 9, 7)
+    assert [d.fecha_serie for d in answer.pending] == [date(2026, 9, 8)]
+
+
+def test_tomorrow_in_the_next_year_takes_the_next_year() -> None:
+    rows = [("30.Dic.26", "3.36", "3.368"), ("01.Ene.27", "3.351", "3.372")]
+    answer = parse(with_rows(rows), date(2026, 12, 24), date(2026, 12, 31), date(2026, 12, 31))
+    assert [r.fecha_serie for r in answer.rates] == [date(2026, 12, 30), date(2027, 1, 1)]
+
+
+def test_two_days_after_the_requested_range_and_today_fails_an_invariant() -> None:
+    with pytest.raises(InvariantError, match=r"period 5 \('07.Set.26'\).*more than one day after"):
+        parse(REAL, end=date(2026, 9, 5), today=date(2026, 9, 5))
+
+
+@pytest.mark.parametrize(
+    ("end", "today"),
+    [
+        pytest.param(date(2026, 9, 4), date(2026, 9, 9), id="after-the-range-before-today"),
+        pytest.param(date(2026, 9, 4), date(2026, 9, 7), id="after-the-range-on-today"),
+    ],
+)
+def test_a_date_after_the_range_but_not_after_today_is_a_format_change(
+    end: date, today: date
+) -> None:
+    # A backfill asks for a range that ended before today: a row after it was never asked for.
+    with pytest.raises(SourceFormatError, match=r"period 5 \('07.Set.26'\).*outside the range"):
+        parse(REAL, end=end, today=today)
 
 
 def test_nd_rows_are_not_checked_as_rates() -> None:
