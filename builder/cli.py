@@ -4,7 +4,10 @@ Every command prints, as its last line on stdout, one JSON object; errors go to 
 line with a non-zero exit, and change nothing. The commands only parse arguments and call into
 the packages; every error they can meet is a ``builder.core.errors.FxevError``, reported by
 :func:`main`'s one handler. A command that reads a store refuses a home that lacks it
-(``require``), and so never creates an empty home; writing commands may create one.
+(``require``), and so never creates an empty home; writing commands may create one, but only
+once their input is checked (the file read and parsed, the names valid): a command that fails
+on its input changes nothing and creates no home. A usage error is one line too
+(:class:`OneLineParser`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -29,8 +32,13 @@ from builder.capture.backfill import (
     read_saved,
 )
 from builder.capture.centralbank import capture_centralbank
-from builder.capture.importer import import_csv
-from builder.capture.operator import annotate, parse_annotation, publish_series
+from builder.capture.importer import read_import, record_import
+from builder.capture.operator import (
+    annotate,
+    check_series_switch,
+    parse_annotation,
+    publish_series,
+)
 from builder.capture.run import open_stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
@@ -78,10 +86,10 @@ def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    now = clock.now(settings)
+    checked = read_import(Path(args.file), args.actor, args.justification, now)
     with open_stores(settings) as stores:
-        result = import_csv(
-            stores, Path(args.file), args.actor, args.justification, clock.now(settings)
-        )
+        result = record_import(stores, checked, now)
     emit(result.to_json())
     return 0
 
@@ -98,6 +106,7 @@ def cmd_annotate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_series_publish(args: argparse.Namespace, settings: Settings) -> int:
+    check_series_switch(args.serie, args.actor, args.justification)
     with open_stores(settings) as stores:
         result = publish_series(
             stores, args.serie, args.actor, args.justification, clock.now(settings)
@@ -149,6 +158,7 @@ def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_alerts_list(args: argparse.Namespace, settings: Settings) -> int:
+    require_registry(settings)  # alerts follow the registry: none, no alerts to show
     with open_stores(settings, share_alerts=True) as stores:
         sync_alerts(stores.registry, stores.alerts)  # docs/operating/alerts.md#follow-the-registry
         alerts = stores.alerts.list(open_only=not args.all)
@@ -158,6 +168,7 @@ def cmd_alerts_list(args: argparse.Namespace, settings: Settings) -> int:
 
 def _alert_transition(name: str) -> Callable[[argparse.Namespace, Settings], int]:
     def run(args: argparse.Namespace, settings: Settings) -> int:
+        require_registry(settings)
         with open_stores(settings, share_alerts=True) as stores:
             sync_alerts(stores.registry, stores.alerts)
             move = stores.alerts.acknowledge if name == "ack" else stores.alerts.resolve
@@ -218,9 +229,22 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     return verdict.exit_code
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line on stderr, exit 2 (docs/operating/cli.md).
+
+    argparse prints its usage block before the error; here the error alone, on one line:
+    ``fxev capture: error: argument --source: invalid choice: ...``. ``--help`` still prints the
+    usage. Every subcommand's parser is of this class (``parser_class``), those the gateway and
+    the token store contribute included.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fxev", description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(prog="fxev", description=DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     capture = commands.add_parser("capture", help="one capture run of one source")
     capture.add_argument(

@@ -1,13 +1,15 @@
 """``fxev token issue|revoke|list``: the operator's side of the token store.
 
 ``token issue`` is the one command whose last stdout line is not JSON: it prints
-``{"id", "name", "expires"}``, then the token alone, shown once (a plain note on stderr says
-so). ``revoke`` prints the revoked record; ``list`` prints ``{"items": [...]}`` with no secret
-and no hash. ``revoke`` and ``list`` refuse a home with no token store (``require_tokens``)
-rather than create an empty one; ``issue`` creates it. With ``FXEV_REDIS_URL`` set, all three
-use Redis instead (:mod:`tokens.redis_store`; docs/operating/fleet.md#redis). A refused operation
-raises :class:`~tokens.store.TokenError` (a ``builder.core.errors.UsageError``) for the main CLI
-to report. Token times use the real clock, never ``FXEV_NOW``.
+``{"id", "name"}``, then the token alone, shown once (a plain note on stderr says so;
+docs/operating/cli.md#token-issue). ``revoke`` prints the revoked record; ``list`` prints
+``{"items": [...]}`` with no secret and no hash, each token's ``expires`` included. ``revoke``
+and ``list`` refuse a home with no token store (``require_tokens``) rather than create an empty
+one; ``issue`` creates it, once the name and expiry are checked (``check_issue``). With
+``FXEV_REDIS_URL`` set, all three use Redis instead (:mod:`tokens.redis_store`;
+docs/operating/fleet.md#redis). A refused operation raises :class:`~tokens.store.TokenError`
+(a ``builder.core.errors.UsageError``) for the main CLI to report. Token times use the real
+clock, never ``FXEV_NOW``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import orjson
 
 from builder.core.errors import NotFound, RemoteError
 from tokens.redis_store import RedisTokenStore
-from tokens.store import TOKENS_FILE, TokenStore
+from tokens.store import TOKENS_FILE, TokenStore, check_issue
 
 if TYPE_CHECKING:
     from builder.core.settings import Settings
@@ -83,10 +85,11 @@ def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _token_issue(args: argparse.Namespace, settings: Settings) -> int:
+    now = real_now()
+    check_issue(args.name, args.expires, now)  # a refused request creates no store
     with open_store(settings) as store:
-        issued = store.issue(args.name, args.expires, real_now())
-    expires = None if issued.expires is None else issued.expires.isoformat()
-    _emit({"id": issued.id, "name": issued.name, "expires": expires})
+        issued = store.issue(args.name, args.expires, now)
+    _emit({"id": issued.id, "name": issued.name})
     sys.stdout.write(issued.token_text + "\n")
     sys.stdout.flush()
     print(

@@ -166,13 +166,21 @@ def _aware(now: datetime) -> datetime:
 # --- the store ---------------------------------------------------------------------------------
 
 
-def mint(name: str, expires: date | None, now: datetime) -> tuple[str, datetime, str, str]:
-    """A new token's checked name, aware ``now``, id and text: the part of ``issue`` both token
-    stores (SQLite, Redis) share. Refuses an ``--expires`` day already over in Lima."""
+def check_issue(name: str, expires: date | None, now: datetime) -> tuple[str, datetime]:
+    """An ``issue`` request checked (pure): the cleaned name and aware ``now``. Refuses an
+    ``--expires`` day already over in Lima. ``fxev token issue`` calls it before it opens (or
+    creates) a store, so that a refused request changes nothing."""
     name = clean_name(name)
     now = _aware(now)
     if expires is not None and now >= expiry_instant(expires):
         raise TokenError(f"--expires {expires.isoformat()} is already over in Lima")
+    return name, now
+
+
+def mint(name: str, expires: date | None, now: datetime) -> tuple[str, datetime, str, str]:
+    """A new token's checked name, aware ``now``, id and text: the part of ``issue`` both token
+    stores (SQLite, Redis) share (:func:`check_issue`)."""
+    name, now = check_issue(name, expires, now)
     new_id = secrets.token_hex(8)
     return name, now, new_id, format_token(new_id, secrets.token_urlsafe(32))
 

@@ -3,7 +3,9 @@
 An import fills only dates with no direct observation and never replaces one. Its evidence is
 the CSV file itself; each observation's ``fragmento`` is its line. Re-importing the same values
 records nothing, so seeding twice duplicates nothing. The whole file is validated before
-anything is written: one bad line rejects the file with its line number.
+anything is written: one bad line rejects the file with its line number. :func:`read_import`
+does that part alone, touching no store, so that the command refuses a bad file before it opens
+(or creates) a home; :func:`record_import` then writes the checked file.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from builder.capture.run import (
     Stores,
     worst_outcome,
 )
+from builder.core.business_days import today_in_lima
 from builder.sources.import_csv import (
     CONTENT_TYPE,
     FUENTE,
@@ -40,6 +43,34 @@ from builder.sources.import_csv import (
 )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ImportFile:
+    """A CSV read and checked whole, with who imports it and why; nothing written yet."""
+
+    name: str
+    data: bytes
+    rows: list[ImportRow]
+    actor: str
+    justification: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def read_import(path: Path, actor: str, justification: str, now: datetime) -> ImportFile:
+    """Read and validate ``path``; raise ``ImportFileError`` naming the first problem. Pure
+    but for reading the file: it opens no store."""
+    if not actor.strip() or not justification.strip():
+        raise ImportFileError("an import needs a non-empty --actor and --justification")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ImportFileUnreadable(f"cannot read {path}: {error.strerror}") from None
+    rows = parse_import_csv(data, today_in_lima(now))
+    return ImportFile(path.name, data, rows, actor, justification)
+
+
 def import_csv(
     stores: Stores,
     path: Path,
@@ -48,15 +79,15 @@ def import_csv(
     now: datetime,
 ) -> CaptureResult:
     """Import ``path`` as one revision (or none, when every date is already covered)."""
-    if not actor.strip() or not justification.strip():
-        raise ImportFileError("an import needs a non-empty --actor and --justification")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ImportFileUnreadable(f"cannot read {path}: {error.strerror}") from None
+    return record_import(stores, read_import(path, actor, justification, now), now)
+
+
+def record_import(stores: Stores, checked: ImportFile, now: datetime) -> CaptureResult:
+    """Record a file :func:`read_import` checked, as one revision (or none, when every date is
+    already covered)."""
+    data, rows, sha256 = checked.data, checked.rows, checked.sha256
+    actor, justification = checked.actor, checked.justification
     first_run = Run(SourceSpec(FUENTE, "publicado", PARSER_VERSION), now)
-    rows = parse_import_csv(data, first_run.today_lima)
-    sha256 = hashlib.sha256(data).hexdigest()
     registry = stores.registry
 
     def pending(row: ImportRow) -> bool:
@@ -75,7 +106,7 @@ def import_csv(
     outcomes: list[DateOutcome] = []
     with registry.write("importacion", now) as tx:
         evidence = store_evidence(
-            stores, tx, first_run, data, None, f"IMPORT {path.name}", CONTENT_TYPE
+            stores, tx, first_run, data, None, f"IMPORT {checked.name}", CONTENT_TYPE
         )
         for row in rows:
             if not pending(row):

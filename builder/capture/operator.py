@@ -116,18 +116,22 @@ def annotate(stores: Stores, request: AnnotationRequest, now: datetime) -> Captu
         )
         tx.add(new_execution(tx.revision, "annotate", now, {"anotacion_id": annotation.id}))
         tx.summary = {"anotacion_id": annotation.id, "actor": request.actor}
-    outcome = DateOutcome(annotation.fecha, request.serie or "*", "nueva", None)
+    outcome = DateOutcome(annotation.fecha, request.serie, "nueva", None)  # None: every series
     return CaptureResult(tx.revision, "nueva", None, (outcome,), ())
+
+
+def check_series_switch(serie: str, actor: str, justificacion: str) -> tuple[str, str]:
+    """Check a ``series publish`` request (pure): the checked actor and justification."""
+    if serie not in SWITCHABLE:
+        raise OperatorError(f"only {', '.join(SWITCHABLE)} can be published; {serie!r} cannot")
+    return _required("--actor", actor), _required("--justification", justificacion)
 
 
 def publish_series(
     stores: Stores, serie: str, actor: str, justificacion: str, now: datetime
 ) -> CaptureResult:
     """Put ``serie`` in production from the next revision on; ``sin_cambios`` if it already is."""
-    if serie not in SWITCHABLE:
-        raise OperatorError(f"only {', '.join(SWITCHABLE)} can be published; {serie!r} cannot")
-    actor = _required("--actor", actor)
-    justificacion = _required("--justification", justificacion)
+    actor, justificacion = check_series_switch(serie, actor, justificacion)
     if stores.registry.series_in_production(CURRENCY, serie):
         return CaptureResult(None, "sin_cambios", None, (), ())
     with stores.registry.write("serie", now) as tx:

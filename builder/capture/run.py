@@ -83,7 +83,7 @@ def open_stores(settings: Settings, *, share_alerts: bool = False) -> Iterator[S
 @dataclasses.dataclass(frozen=True, slots=True)
 class DateOutcome:
     fecha_serie: str
-    serie: str
+    serie: str | None  # None: an annotation about every series
     outcome: str
     observacion_id: str | None
 

@@ -149,7 +149,8 @@ def test_a_missing_file(fxev: Fxev, tmp_path: Path) -> None:
     assert assert_one_line(ran) == f"cannot read {missing}: No such file or directory"
 
 
-def test_an_unknown_id(fxev: Fxev) -> None:
+def test_an_unknown_id(fxev: Fxev, imported: int) -> None:
+    # A home with a registry (without one, the alerts commands refuse the home: newcomer paths).
     ran = fxev("alerts", "ack", "00000000-0000-4000-8000-000000000000", "--actor", "ana")
     assert assert_one_line(ran) == "no alert with id 00000000-0000-4000-8000-000000000000"
 
@@ -168,6 +169,50 @@ def test_a_bad_verify_request_is_exit_2(fxev: Fxev) -> None:
     assert assert_one_line(ran, code=2) == "verify: 'not-a-uuid' is not an observation id (a UUID)"
     ran = fxev("verify", "--url", "http://127.0.0.1:9", extra={"FXEV_TOKEN": "t"})
     assert assert_one_line(ran, code=2).startswith("verify takes an OBSERVACION_ID")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("capture", "--source", "nope"),
+            "fxev capture: error: argument --source: invalid choice: 'nope' "
+            "(choose from 'centralbank', 'taxauth_txt')",
+        ),
+        (
+            ("import", "f.csv", "--actor", "a"),
+            "fxev import: error: the following arguments are required: --justification",
+        ),
+        (
+            ("alerts", "ack", "some-id"),
+            "fxev alerts ack: error: the following arguments are required: --actor",
+        ),
+        (
+            ("token", "issue", "acme", "--expires", "2026-02-30"),
+            "fxev token issue: error: argument --expires: expected a date YYYY-MM-DD, "
+            "got '2026-02-30'",
+        ),
+        (("serve", "--port", "x"), "fxev serve: error: argument --port: invalid int value: 'x'"),
+        (("frobnicate",), "fxev: error: argument command: invalid choice: 'frobnicate'"),
+        (("build", "--fast"), "fxev: error: unrecognized arguments: --fast"),
+    ],
+    ids=["bad-choice", "missing-option", "nested-missing-option", "bad-type", "gateway-command",
+         "unknown-command", "unknown-option"],
+)  # fmt: skip
+def test_a_usage_error_is_one_line_exit_2_and_no_home(
+    fxev: Fxev, home: Path, args: tuple[str, ...], message: str
+) -> None:
+    """argparse prints its usage block before the error; fxev prints the error alone, for every
+    subcommand, those of the token store and the gateway included."""
+    ran = fxev(*args)
+    assert (ran.code, ran.stdout) == (2, "")
+    assert ran.stderr.startswith(message) and len(ran.stderr.splitlines()) == 1, ran.stderr
+    assert not home.exists()
+
+
+def test_help_still_prints_the_usage(fxev: Fxev) -> None:
+    ran = fxev("capture", "--help")
+    assert ran.code == 0 and ran.stdout.startswith("usage: fxev capture [-h]"), ran
 
 
 # -- integrity: stored bytes that disagree with their hashes -------------------------------

@@ -56,6 +56,9 @@ REFUSING = {
     "token revoke": (("token", "revoke", "tok_x"), "var/tokens.sqlite"),
     "serve": (("serve", "--port", "1"), "var/tokens.sqlite"),
     "requests show": (("requests", "show", "some-id"), "var/ledger"),
+    "alerts list": (("alerts", "list"), "var/registry.sqlite"),
+    "alerts ack": (("alerts", "ack", "some-id", "--actor", "a"), "var/registry.sqlite"),
+    "alerts resolve": (("alerts", "resolve", "some-id", "--actor", "a"), "var/registry.sqlite"),
 }
 
 
@@ -71,6 +74,55 @@ def test_a_command_refuses_a_home_without_its_store_and_creates_none(
     assert str(tmp_path / missing) in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no ./var, no out.warc
+
+
+REFUSED_WRITES = {
+    "import of a missing file": (
+        ("import", "missing.csv", "--actor", "a", "--justification", "j"), "cannot read"
+    ),
+    "import of a bad header": (
+        ("import", "bad.csv", "--actor", "a", "--justification", "j"), "line 1: header must be"
+    ),
+    "import of a bad value": (
+        ("import", "value.csv", "--actor", "a", "--justification", "j"), "line 2: "
+    ),
+    "import without a justification": (
+        ("import", "good.csv", "--actor", "a", "--justification", " "), "non-empty"
+    ),
+    "series publish of publicado": (
+        ("series", "publish", "publicado", "--actor", "a", "--justification", "j"),
+        "only cierre can be published",
+    ),
+    "series publish without an actor": (
+        ("series", "publish", "cierre", "--actor", " ", "--justification", "j"), "--actor"
+    ),
+    "annotate with a bad date": (
+        ("annotate", "--fecha", "x", "--texto", "t", "--actor", "a", "--justification", "j"),
+        "--fecha 'x'",
+    ),
+    "token issue with an empty name": (("token", "issue", " "), "non-empty consumer name"),
+    "token issue expired": (("token", "issue", "acme", "--expires", "2001-01-01"), "already over"),
+    "backfill with a bad range": (
+        ("backfill", "--source", "centralbank", "--from", "2026-09-08", "--to", "2026-09-01"),
+        "--from",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_WRITES))
+def test_a_write_command_refused_on_its_input_creates_no_home(tmp_path: Path, name: str) -> None:
+    """docs/operating/cli.md: a writing command checks its input before it opens a store."""
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    (inputs / "bad.csv").write_text("fecha,valor\n2026-09-18,3.35\n")
+    (inputs / "value.csv").write_text("fecha_serie,compra,venta\n2026-09-18,3.35e0,3.36\n")
+    (inputs / "good.csv").write_text("fecha_serie,compra,venta\n2026-09-18,3.354,3.362\n")
+    args, message = REFUSED_WRITES[name]
+    done = fxev(inputs, *args)
+    assert done.returncode == 1, done
+    assert done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and message in done.stderr, done.stderr
+    assert sorted(p.name for p in inputs.iterdir()) == ["bad.csv", "good.csv", "value.csv"]
 
 
 def test_serve_refuses_a_site_never_built(tmp_path: Path) -> None:

@@ -351,11 +351,14 @@ def test_cli_issue_prints_json_then_the_token_alone_on_the_last_line(
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
     header, token_text = orjson.loads(lines[0]), lines[1]
-    assert header == {"id": header["id"], "name": "acme-erp", "expires": expires.isoformat()}
+    assert header == {"id": header["id"], "name": "acme-erp"}  # exactly DECISIONS' shape
     assert token_text == token_text.strip()
     assert parse_token_id(token_text) == header["id"]
     with TokenStore.open(home) as store:
         assert store.check(token_text, datetime.now(UTC)) is not None
+    assert run_cli(["token", "list"], home) == 0
+    [listed] = orjson.loads(capsys.readouterr().out.splitlines()[-1])["items"]
+    assert listed["id"] == header["id"] and expires.isoformat() in str(listed)
 
 
 def test_cli_list_and_revoke_print_json_without_the_secret(
