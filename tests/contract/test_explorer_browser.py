@@ -17,9 +17,9 @@ from urllib.parse import urljoin, urlparse
 import pytest
 import requests
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
 from tests.browser import chromium
@@ -74,8 +74,23 @@ def follow(driver: webdriver.Chrome, element: WebElement) -> None:
     old_page = driver.find_element(By.TAG_NAME, "html")
     element.click()
     wait = WebDriverWait(driver, NAVIGATION_TIMEOUT_S)
-    wait.until(expected_conditions.staleness_of(old_page))
+    wait.until(lambda _: is_gone(old_page))
     wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def is_gone(element: WebElement) -> bool:
+    """Whether ``element``'s page has been replaced. Chromium may answer a question about it,
+    asked while the next page replaces it, with "does not belong to the document" rather than
+    a stale reference: both say it is gone."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as error:
+        if "does not belong to the document" in str(error):
+            return True
+        raise
+    return False
 
 
 def path_of(driver: webdriver.Chrome) -> str:
