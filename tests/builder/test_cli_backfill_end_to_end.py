@@ -12,15 +12,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.realdata import sunat_history
+from tests.support.cli import Fxev, Ran
 
 TIMEOUT = 60
 SHAPE = {"revision", "outcome", "observacion_id", "observaciones", "alerta", "alertas"}
@@ -35,20 +33,6 @@ def saved_month(path: Path, year: int, month: int, last_day: int = 31) -> Path:
     ]
     path.write_text(json.dumps(rows, separators=(",", ":")), encoding="utf-8")
     return path
-
-
-@dataclass
-class Ran:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def last(self) -> dict[str, Any]:
-        return json.loads(self.stdout.splitlines()[-1])
-
-
-Fxev = Callable[..., Ran]
 
 
 @pytest.fixture

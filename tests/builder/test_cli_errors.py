@@ -18,8 +18,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,24 +25,11 @@ import pytest
 
 from builder import cli
 from builder.registry import store
+from tests.support.cli import Fxev, Ran
 
 TIMEOUT = 60
 NOW = "2026-09-20T13:05:00-05:00"
 CSV = "fecha_serie,compra,venta\n2026-09-18,3.354,3.362\n"
-
-
-@dataclass
-class Ran:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def last(self) -> dict[str, Any]:
-        return json.loads(self.stdout.splitlines()[-1])
-
-
-Fxev = Callable[..., Ran]
 
 
 def assert_one_line(ran: Ran, code: int = 1) -> str:

@@ -15,8 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import pytest
 from builder.registry.store import Registry
 from tests.builder.localserver import LocalServer
 from tests.realdata import bcrp_recording
+from tests.support.cli import Fxev, Ran
 
 FXEV = Path(sys.executable).with_name("fxev")
 TIMEOUT = 60
@@ -33,20 +33,6 @@ NOW_CB = "2026-09-08T20:00:00-05:00"
 CAPTURE_KEYS = {"revision", "outcome", "observacion_id", "observaciones", "alerta", "alertas"}
 DATE_OUTCOME_KEYS = {"fecha_serie", "serie", "outcome", "observacion_id"}
 RECORDED = bcrp_recording()
-
-
-@dataclass
-class Ran:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def last(self) -> dict[str, Any]:
-        return json.loads(self.stdout.splitlines()[-1])
-
-
-Fxev = Callable[..., Ran]
 
 
 def clean_env(**extra: str) -> dict[str, str]:

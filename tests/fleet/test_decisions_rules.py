@@ -25,6 +25,7 @@ from builder.core.settings import SETTINGS, load_settings
 from builder.tlog import leaf, note, tiles
 from tests.contract.conftest import (
     Gateway,
+    _running,
     copy_demo,
     demo_home,  # noqa: F401 (the session's built demo)
     run_fxev,
@@ -108,18 +109,11 @@ def gateway(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -> Iterat
     """One gateway over a private copy of the demo, tokens in the home's file."""
     base = tmp_path_factory.mktemp("rules-gateway")
     env, _ = copy_demo(demo_home, base, FXEV_RATE_LIMIT_PER_MIN="1000")
-    started = Gateway(env=dict(env), token="", log_path=base / "gw.log")
-    started.start()
-    try:
-        yield started
-    finally:
-        started.stop()
+    yield from _running(base, dict(env), "")
 
 
 def _local_token(env: dict[str, str], name: str) -> str:
-    done = run_fxev(env, "token", "issue", name)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+    return _issue(env, name)[1]
 
 
 # -- section 13: fxev verify with FXEV_LOG_VKEY, a custom origin ----------------------------
@@ -213,12 +207,7 @@ def fleet_gateway(
 ) -> Iterator[Gateway]:
     base = tmp_path_factory.mktemp("rules-fleet")
     env, _ = copy_demo(demo_home, base, FXEV_REDIS_URL=redis_server.url)
-    gateway = Gateway(env=dict(env), token="", log_path=base / "gw.log")
-    gateway.start()
-    try:
-        yield gateway
-    finally:
-        gateway.stop()
+    yield from _running(base, dict(env), "")
 
 
 LATEST = "/v1/rates/latest?currency=USD&series=publicado"
