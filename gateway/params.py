@@ -24,8 +24,11 @@ DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 REVISION = re.compile(r"[1-9][0-9]*")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 INSTANT = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,6})?)?(Z|[+-][0-9]{2}:[0-9]{2})"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})"
 )
+# Digits of a second's fraction beyond the microsecond (.NET writes 7, Java and Go 9): cut, which
+# answers alike, since every ts_commit is a whole microsecond.
+BEYOND_MICROSECONDS = re.compile(r"(\.[0-9]{6})[0-9]+")
 
 
 def parse_query(query_string: str) -> dict[str, str]:
@@ -55,6 +58,13 @@ def canonical_request(path: str, params: Mapping[str, str]) -> str:
     """Path + query parameters sorted by name, each name and value percent-encoded one way."""
     pairs = sorted((quote(k, safe=""), quote(v, safe="")) for k, v in params.items())
     return path + "?" + "&".join(f"{k}={v}" for k, v in pairs)
+
+
+def _not_empty(params: Mapping[str, str], name: str) -> str:
+    """An optional parameter, given: it may not be empty."""
+    if params[name] == "":
+        raise InvalidParams(f"parameter {name!r} may not be empty")
+    return params[name]
 
 
 def _required(params: Mapping[str, str], name: str) -> str:
@@ -223,8 +233,8 @@ class AnnotationsQuery:
 def annotations_query(params: Mapping[str, str]) -> AnnotationsQuery:
     """``/v1/annotations``: optional filters, validated like ``/v1/rates`` when present."""
     check_names(params, ("currency", "series", "from", "to"))
-    currency = _required(params, "currency") if "currency" in params else None
-    series = _required(params, "series") if "series" in params else None
+    currency = _not_empty(params, "currency") if "currency" in params else None
+    series = _not_empty(params, "series") if "series" in params else None
     start = parse_date("from", params["from"]) if "from" in params else None
     end = parse_date("to", params["to"]) if "to" in params else None
     if start is not None and end is not None and end < start:
@@ -250,7 +260,8 @@ def revisions_at(params: Mapping[str, str]) -> datetime:
     try:
         if not INSTANT.fullmatch(raw):
             raise ValueError(raw)
-        instant = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        cut = BEYOND_MICROSECONDS.sub(r"\1", raw, count=1)
+        instant = datetime.fromisoformat(cut.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidParams("at must be an ISO-8601 date-time with Z or ±HH:MM") from None
     return in_utc(instant)

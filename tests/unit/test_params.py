@@ -109,6 +109,12 @@ def test_page_token_fixes_revision_and_offset_in_rates_query() -> None:
         ("2026-09-21T15:00:00-05:00", datetime(2026, 9, 21, 20, tzinfo=UTC)),
         ("2026-09-21T15:00Z", datetime(2026, 9, 21, 15, tzinfo=UTC)),
         ("2026-09-21T15:00:00.25Z", datetime(2026, 9, 21, 15, 0, 0, 250000, tzinfo=UTC)),
+        # Past the microsecond, cut: .NET's 7 digits, Java's and Go's 9.
+        ("2026-09-21T15:00:00.9999999Z", datetime(2026, 9, 21, 15, 0, 0, 999999, tzinfo=UTC)),
+        (
+            "2026-09-21T15:00:00.123456789+00:00",
+            datetime(2026, 9, 21, 15, 0, 0, 123456, tzinfo=UTC),
+        ),
     ],
 )
 def test_revisions_at_reads_offsets_and_a_space_as_plus(raw: str, expected: datetime) -> None:
@@ -150,6 +156,12 @@ def test_path_uuid_lowercases_and_rejects_other_shapes() -> None:
             }
         ]
     }
+
+
+@pytest.mark.parametrize("name", ["currency", "series"])
+def test_an_optional_filter_given_empty_is_refused_as_empty(name: str) -> None:
+    with pytest.raises(InvalidParams, match=f"parameter '{name}' may not be empty"):
+        params.annotations_query({name: ""})
 
 
 def test_annotations_query_filters_only_what_is_given() -> None:
