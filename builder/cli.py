@@ -7,7 +7,7 @@ the packages; every error they can meet is a ``builder.core.errors.FxevError``, 
 (``require``), and so never creates an empty home; writing commands may create one, but only
 once their input is checked (the file read and parsed, the names valid): a command that fails
 on its input changes nothing and creates no home. A usage error is one line too
-(:class:`OneLineParser`).
+(:class:`builder.core.arguments.OneLineParser`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import orjson
 
@@ -42,6 +42,7 @@ from builder.capture.operator import (
 from builder.capture.run import open_stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
+from builder.core.arguments import OneLineParser
 from builder.core.business_days import today_in_lima
 from builder.core.errors import FxevError, NotFound, translate_environment
 from builder.core.settings import Settings, load_settings
@@ -227,19 +228,6 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     verdict = run_verify_command(args, settings.token, args.vkey or settings.log_vkey)
     emit(verdict.to_json())
     return verdict.exit_code
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """A parser whose usage errors are one line on stderr, exit 2 (docs/operating/cli.md).
-
-    argparse prints its usage block before the error; here the error alone, on one line:
-    ``fxev capture: error: argument --source: invalid choice: ...``. ``--help`` still prints the
-    usage. Every subcommand's parser is of this class (``parser_class``), those the gateway and
-    the token store contribute included.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

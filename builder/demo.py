@@ -41,6 +41,7 @@ from builder.capture.centralbank import capture_centralbank
 from builder.capture.importer import import_csv
 from builder.capture.run import Stores
 from builder.capture.taxauth import capture_taxauth_txt
+from builder.core.arguments import OneLineParser
 from builder.core.errors import Conflict, FxevError, translate_environment
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import replace_durably
@@ -162,7 +163,7 @@ def rotate_demo_token(settings: Settings) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m builder.demo",
         description="make run's demo: seed FXEV_HOME, build FXEV_SITE, optionally serve it",
     )

@@ -6,17 +6,17 @@ and answers 503 until the published pointer appears; it still refuses a home wit
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
+from builder.core.arguments import OneLineParser
 from builder.core.errors import FxevError
 from builder.core.settings import load_settings
 from gateway.cli import add_serve_command
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m gateway")
+    parser = OneLineParser(prog="python -m gateway")
     add_serve_command(parser.add_subparsers(dest="command", required=True), require_published=False)
     args = parser.parse_args()
     try:

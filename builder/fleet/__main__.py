@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from builder.core.arguments import OneLineParser
 from builder.core.errors import Conflict, FxevError
 from builder.fleet.processes import HOST, say
 from builder.fleet.topology import Topology, plan
@@ -30,7 +31,7 @@ def check_ports(ports: Sequence[int]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m builder.fleet",
         description=(
             "make fleet: Redis, the store, the operator's home, two gateway hosts and the edge"

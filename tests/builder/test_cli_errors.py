@@ -195,6 +195,33 @@ def test_a_usage_error_is_one_line_exit_2_and_no_home(
     assert not home.exists()
 
 
+@pytest.mark.parametrize(
+    ("module", "args", "message"),
+    [
+        ("gateway", ("serve", "--workers", "x"),
+         "python -m gateway serve: error: argument --workers: invalid int value: 'x'"),
+        ("builder.demo", ("--port", "x"),
+         "python -m builder.demo: error: argument --port: invalid int value: 'x'"),
+        ("builder.fleet", ("--nonsense",),
+         "python -m builder.fleet: error: unrecognized arguments: --nonsense"),
+    ],
+    ids=["gateway", "demo", "fleet"],
+)  # fmt: skip
+def test_the_other_command_lines_print_usage_errors_on_one_line(
+    tmp_path: Path, module: str, args: tuple[str, ...], message: str
+) -> None:
+    """``python -m gateway`` (process managers), ``make run``'s demo and ``make fleet`` parse
+    their arguments as ``fxev`` does."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")}
+    ran = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (ran.returncode, ran.stdout) == (2, "")
+    assert ran.stderr.startswith(message) and len(ran.stderr.splitlines()) == 1, ran.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_help_still_prints_the_usage(fxev: Fxev) -> None:
     ran = fxev("capture", "--help")
     assert ran.code == 0 and ran.stdout.startswith("usage: fxev capture [-h]"), ran
