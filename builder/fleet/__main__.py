@@ -26,7 +26,8 @@ def check_ports(ports: Sequence[int]) -> None:
                 probe.bind((HOST, port))
             except OSError:
                 raise Conflict(
-                    f"port {port} on {HOST} is taken; pick others (--ports, --edge-port)"
+                    f"port {port} on {HOST} is taken; pick others (make fleet FLEET_PORTS=A,B"
+                    " EDGE_PORT=C, or --ports and --edge-port)"
                 ) from None
 
 
@@ -82,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nFleet token (shown once): {topology.token}\n", flush=True)
         for line in topology.curl_lines():
             print(line, flush=True)
+        env_file = topology.write_operator_env()
+        print(
+            f"\nThe operator's commands (fxev requests show, alerts, tick, build, publish) act on"
+            f" the fleet after:\n. {env_file}",
+            flush=True,
+        )
         print("\nCtrl-C stops every process of the fleet.", flush=True)
         watch(topology)
     except KeyboardInterrupt:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from builder.fleet.processes import (
 )
 
 TOKEN_ID_FILE = "fleet_token_id"
+OPERATOR_ENV = "operator.env"
 LATEST = "/v1/rates/latest?currency=USD&series=publicado"
 
 
@@ -156,6 +158,18 @@ class Topology:
     def curl_lines(self) -> list[str]:
         auth = f"-H 'Authorization: Bearer {self.token}'"
         return [f"curl {auth} '{url}{LATEST}'" for url in self.entry_points]
+
+    def write_operator_env(self) -> Path:
+        """``<root>/operator.env``: the settings of the operator's host (its home and site,
+        Redis, the store and its credentials), one ``NAME='value'`` a line, for a shell to
+        source before the operator's ``fxev`` commands (docs/operating/fleet.md#make-fleet).
+        Private (0600): it names the store's credentials."""
+        names = ("FXEV_HOME", "FXEV_SITE", *self.env)
+        lines = [f"{name}={shlex.quote(self.operator_env[name])}" for name in names]
+        path = self.root / OPERATOR_ENV
+        path.touch(mode=0o600)
+        path.write_text("".join(f"export {line}\n" for line in lines))
+        return path
 
 
 @dataclasses.dataclass(frozen=True)

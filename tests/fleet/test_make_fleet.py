@@ -8,11 +8,13 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import orjson
 import requests
 
 from builder.fleet import plan
@@ -73,6 +75,7 @@ def test_it_prints_a_working_curl_per_entry_point_and_ctrl_c_stops_everything(
     process = subprocess.Popen(
         [*command, "--ports", "0,0", "--edge-port", "0"],
         cwd=ROOT,
+        env=os.environ | {"FXEV_LEDGER_SHIP_INTERVAL_S": "1"},
         stdout=out,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -94,6 +97,30 @@ def test_it_prints_a_working_curl_per_entry_point_and_ctrl_c_stops_everything(
                 base + path, headers={"Authorization": f"Bearer {token}"}, timeout=10
             )
             assert resp.status_code == 200, resp.text
+        # The operator's commands, with the file it names sourced, act on the fleet: a request
+        # served by a gateway is found in the ledger its host ships to the store.
+        [sourced] = [line for line in text.splitlines() if line.startswith(". ")]
+        env_file = Path(sourced.removeprefix(". "))
+        assert env_file == (tmp_path / "fleet" / "operator.env").resolve()
+        assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+        served = requests.get(base + path, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        show = (
+            f". {env_file} && {ROOT}/.venv/bin/fxev requests show {served.headers['X-Request-Id']}"
+        )
+        deadline = time.monotonic() + 30  # the hosts ship their ledgers every second here
+        while (
+            found := subprocess.run(
+                ["bash", "-c", show],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        ).returncode != 0:
+            assert time.monotonic() < deadline, found.stderr
+            time.sleep(0.5)
+        assert orjson.loads(found.stdout.splitlines()[-1])["entries"], found.stdout
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
