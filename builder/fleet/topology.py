@@ -168,6 +168,7 @@ class Topology:
         lines = [f"{name}={shlex.quote(self.operator_env[name])}" for name in names]
         path = self.root / OPERATOR_ENV
         path.touch(mode=0o600)
+        path.chmod(0o600)  # a file an earlier run left keeps its mode otherwise
         path.write_text("".join(f"export {line}\n" for line in lines))
         return path
 

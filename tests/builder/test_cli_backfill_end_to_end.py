@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from datetime import date
 from pathlib import Path
@@ -18,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.realdata import sunat_history
-from tests.support.cli import Fxev, Ran
+from tests.support.cli import Fxev, Ran, run
 
-TIMEOUT = 60
 SHAPE = {"revision", "outcome", "observacion_id", "observaciones", "alerta", "alertas"}
 
 
@@ -40,18 +38,10 @@ def fxev(tmp_path: Path) -> Fxev:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")}
     env.update({"FXEV_HOME": str(tmp_path / "home"), "FXEV_NOW": "2026-09-20T14:00:00-05:00"})
 
-    def run(*args: str) -> Ran:
-        proc = subprocess.run(
-            [sys.executable, "-m", "builder", *args],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-        return Ran(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+    def fxev_run(*args: str) -> Ran:
+        return run([sys.executable, "-m", "builder", *args], tmp_path, env)
 
-    return run
+    return fxev_run
 
 
 def backfill(*extra: str) -> tuple[str, ...]:

@@ -8,10 +8,7 @@ result as the last line of stdout.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,13 +16,12 @@ from typing import Any
 import pytest
 
 from tests.builder.localserver import LocalServer
+from tests.support.cli import FXEV, run
 
 NOW = "2026-09-20T13:05:00-05:00"  # 2026-09-20 in Lima
 DOCUMENTED = b"20/09/2026|3.354|3.362|\r\n"
 CHANGED = b"20/09/2026|3.357|3.365|\r\n"
 OUTAGE = b"<html><body>Service Unavailable</body></html>"
-FXEV = Path(sys.executable).with_name("fxev")
-TIMEOUT = 60
 
 
 @pytest.fixture
@@ -45,19 +41,12 @@ def fxev(tmp_path: Path, server: LocalServer) -> Fxev:
         {"FXEV_HOME": str(tmp_path / "home"), "FXEV_TAXAUTH_URL": server.url, "FXEV_NOW": NOW}
     )
 
-    def run(*args: str) -> dict[str, Any]:
-        proc = subprocess.run(
-            [str(FXEV), *args],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-        assert proc.returncode == 0, (args, proc.returncode, proc.stderr.decode())
-        return json.loads(proc.stdout.decode().splitlines()[-1])
+    def fxev_run(*args: str) -> dict[str, Any]:
+        ran = run([FXEV, *args], tmp_path, env)
+        assert ran.code == 0, (args, ran.code, ran.stderr)
+        return ran.last
 
-    return run
+    return fxev_run
 
 
 def assert_capture_shape(result: dict[str, Any]) -> None:

@@ -12,9 +12,6 @@ Each test pins a rule of docs/decisions.md that no other test checked from outsi
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +21,8 @@ import pytest
 from builder.registry.store import Registry
 from tests.builder.localserver import LocalServer
 from tests.realdata import bcrp_recording
-from tests.support.cli import Fxev, Ran
+from tests.support.cli import FXEV, Fxev, Ran, clean_env, run
 
-FXEV = Path(sys.executable).with_name("fxev")
-TIMEOUT = 60
 # 2026-09-08 20:00 in Lima: the central bank recording asked for 1..8 September.
 NOW_CB = "2026-09-08T20:00:00-05:00"
 CAPTURE_KEYS = {"revision", "outcome", "observacion_id", "observaciones", "alerta", "alertas"}
@@ -35,21 +30,8 @@ DATE_OUTCOME_KEYS = {"fecha_serie", "serie", "outcome", "observacion_id"}
 RECORDED = bcrp_recording()
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")}
-    return env | extra
-
-
 def run_fxev(cwd: Path, env: dict[str, str], *args: str) -> Ran:
-    proc = subprocess.run(
-        [str(FXEV), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    return Ran(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+    return run([FXEV, *args], cwd, env)
 
 
 @pytest.fixture

@@ -1,12 +1,19 @@
-"""What one run of the real ``fxev`` command gave: its exit code and both streams, for tests
-that drive the console script as a subprocess."""
+"""Running the real ``fxev`` command as a subprocess, and what one run gave: its exit code and
+both streams."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+FXEV = Path(sys.executable).with_name("fxev")  # the console script of this environment
+TIMEOUT_S = 60
 
 
 @dataclass
@@ -22,3 +29,17 @@ class Ran:
 
 
 Fxev = Callable[..., Ran]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without any ``FXEV_*`` setting, plus ``extra``."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")} | extra
+
+
+def run(argv: Sequence[str], cwd: Path, env: dict[str, str]) -> Ran:
+    """Run ``argv`` (``fxev`` or ``python -m ...``) in ``cwd`` with ``env``, bounded in time."""
+    proc = subprocess.run(
+        [str(part) for part in argv],
+        cwd=cwd, env=env, capture_output=True, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    return Ran(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
