@@ -66,6 +66,8 @@ class ExplorerResult:
     revision: int | None
     rendered: tuple[str, ...]  # routes drawn: a map's, ``observacion/<id>.html``
     observations: tuple[str, ...] = ()  # ids whose observation page got a new version
+    # The map written, which ``sweep`` then needs not read back (a large map at a long history).
+    page_map: PageMap | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 def drawn_later(
@@ -289,6 +291,7 @@ class ExplorerWriter:
             revision,
             tuple(rendered),
             tuple(observation_id for observation_id, _, _ in observations),
+            page_map,
         )
 
     def write_pages(self, jobs: list[PageJob]) -> dict[str, tuple[str, str]]:
@@ -336,7 +339,11 @@ class ExplorerWriter:
         longer serves (work in the observations drawn, not in all of them). Call under the site
         lock, never between a ``prepare`` and the pointer's switch."""
         published = self.tree.published_revision()
-        current = None if published is None else self.reader.page_map(published)
+        if published is None:
+            return []
+        current = drawn.page_map if drawn is not None else None
+        if current is None or current.revision != published:
+            current = self.reader.page_map(published)
         if current is None:
             return []
         removed = self.sweep_observations(drawn.observations if drawn else (), published)
