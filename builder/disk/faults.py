@@ -19,7 +19,12 @@ POINTS = (
     "before_commit",
     "after_commit",
 )
-BUILD_POINTS = ("build_after_revision", "build_staged_write", "build_before_pointer")
+BUILD_POINTS = (
+    "build_after_revision",
+    "build_staged_write",
+    "build_explorer_map",
+    "build_before_pointer",
+)
 
 
 def crash_point(name: str) -> None:

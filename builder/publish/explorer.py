@@ -9,10 +9,11 @@ pages, after it N's, never a mixture: a map is the explorer's own pointer, selec
 published one. Observation pages are as many as observations: no map lists them. There is one
 per version of an observation's detail (``explorer/observaciones/<id>.<R>.html``, the tree's
 marker ``observations/<id>/<R>-<hex>``); a version never changes, and the gateway serves the
-version the API serves at the published revision. So a build writes, in order: the changed
-pages, the new details' pages, the map; then the pointer; then ``sweep`` removes what the new map
+version the API serves at the published revision. So a build writes, in order: the map, the
+changed pages, the new details' pages; then the pointer; then ``sweep`` removes what the new map
 no longer names (a reader that misses a page asks the pointer again). A killed build leaves the
-published map and its pages untouched; the next one redoes its work and sweeps its leftovers.
+published map and its pages untouched, and its own map, by which the next one finds and sweeps
+its leftovers.
 
 **Incremental.** Every page of a map has a *key*, a digest of exactly what it shows, taken from
 the tree's content hashes (a year's node hash, the revisions a log page lists). A build starts
@@ -40,6 +41,7 @@ from typing import Any
 import orjson
 
 from builder.core.errors import IntegrityError
+from builder.disk import faults
 from builder.disk.durable import fsync_dir, replace_durably
 from builder.publish.built import BuiltTree
 from builder.publish.writer import TreeWriter
@@ -66,8 +68,11 @@ class ExplorerResult:
     revision: int | None
     rendered: tuple[str, ...]  # routes drawn: a map's, ``observacion/<id>.html``
     observations: tuple[str, ...] = ()  # ids whose observation page got a new version
-    # The map written, which ``sweep`` then needs not read back (a large map at a long history).
+    # The map written, which ``sweep`` then needs not read back (a large map at a long history),
+    # and the published one it was drawn from, whose pages ``sweep`` removes when the new map no
+    # longer names them; None for a first render or a new layout.
     page_map: PageMap | None = dataclasses.field(default=None, repr=False, compare=False)
+    base: PageMap | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 def drawn_later(
@@ -270,7 +275,18 @@ class ExplorerWriter:
         entries = settled | {
             job.route: base.pages[job.route] for job in jobs if job.route in base.pages
         }
-        entries |= self.write_pages(stale)
+        drawn = self.draw_pages(stale)
+        entries |= {route: (key, digest) for route, (key, digest, _) in drawn.items()}
+        page_map = PageMap(revision, fingerprint, dict(sorted(entries.items())))
+        # The map before the pages it names (it is served only once the pointer names it): a
+        # build killed from here on leaves a map that is neither the published one nor its
+        # base, which tells the next sweep to list the folder for what it left (``sweep``).
+        replace_durably(
+            stored.map_path(self.site, revision), page_map.encode(), staging=self.staging
+        )
+        faults.crash_point("build_explorer_map")
+        files = {stored.page_path(self.site, digest): data for _, digest, data in drawn.values()}
+        self.write_files([(path, data) for path, data in files.items() if not path.exists()])
         observations = planner.observation_pages(base.revision, revision)
         self.write_files(
             [
@@ -281,10 +297,6 @@ class ExplorerWriter:
                 for observation_id, version, prefix in observations
             ]
         )
-        page_map = PageMap(revision, fingerprint, dict(sorted(entries.items())))
-        replace_durably(
-            stored.map_path(self.site, revision), page_map.encode(), staging=self.staging
-        )
         rendered = [job.route for job in stale]
         rendered += [f"observacion/{observation_id}.html" for observation_id, _, _ in observations]
         return ExplorerResult(
@@ -292,21 +304,19 @@ class ExplorerWriter:
             tuple(rendered),
             tuple(observation_id for observation_id, _, _ in observations),
             page_map,
+            base if base.revision else None,
         )
 
-    def write_pages(self, jobs: list[PageJob]) -> dict[str, tuple[str, str]]:
-        """Draw each page and store it under its SHA-256 (once); its map entry by route."""
-        entries = {}
-        files = {}
+    @staticmethod
+    def draw_pages(jobs: list[PageJob]) -> dict[str, tuple[str, str, bytes]]:
+        """Each page drawn, by route: its key, its SHA-256 (its name under ``pages/``), its
+        bytes. A page already there is left as it is: renamed into place whole, it is
+        complete."""
+        drawn = {}
         for job in jobs:
             data = job.draw()
-            digest = hashlib.sha256(data).hexdigest()
-            entries[job.route] = (job.key, digest)
-            path = stored.page_path(self.site, digest)
-            if not path.exists():  # a page is renamed into place whole: there, it is complete
-                files[path] = data
-        self.write_files(list(files.items()))
-        return entries
+            drawn[job.route] = (job.key, hashlib.sha256(data).hexdigest(), data)
+        return drawn
 
     def write_files(self, files: list[tuple[Path, bytes]]) -> None:
         """Each file under a new name in ``staging/``, fsynced, renamed into place; each folder
@@ -337,7 +347,13 @@ class ExplorerWriter:
         once the pointer has moved, a killed build's leftovers, an older layout; and the older
         versions of the observation pages ``drawn`` wrote, which the published revision no
         longer serves (work in the observations drawn, not in all of them). Call under the site
-        lock, never between a ``prepare`` and the pointer's switch."""
+        lock, never between a ``prepare`` and the pointer's switch.
+
+        After an ordinary build (``drawn`` published, drawn from the map published before it,
+        and no other map left) the pages to remove are those its base names and it does not:
+        no listing of ``pages/``, which holds every page of a long revision log. Anything else
+        (a first render, a new layout, a map a killed build left, which ``prepare`` writes
+        before any page) lists the folders and removes whatever the map does not name."""
         published = self.tree.published_revision()
         if published is None:
             return []
@@ -347,6 +363,11 @@ class ExplorerWriter:
         if current is None:
             return []
         removed = self.sweep_observations(drawn.observations if drawn else (), published)
+        base = drawn.base if drawn is not None and drawn.page_map is current else None
+        maps = _names(self.folder / stored.MAPS)
+        ordinary = maps <= {f"{published}.json", f"{base.revision}.json"} if base else False
+        if ordinary and _names(self.folder) <= set(stored.ENTRIES):
+            return removed + self.sweep_base(base, current)
         keep = {
             stored.MAPS: {f"{published}.json"},
             stored.PAGES: {f"{digest}.html" for _, digest in current.pages.values()},
@@ -360,9 +381,22 @@ class ExplorerWriter:
                     path.unlink(missing_ok=True)
                 removed.append(entry)
             elif entry in keep:
-                for name in sorted(_names(path) - keep[entry]):
+                names = maps if entry == stored.MAPS else _names(path)
+                for name in sorted(names - keep[entry]):
                     (path / name).unlink(missing_ok=True)
                     removed.append(f"{entry}/{name}")
+        return removed
+
+    def sweep_base(self, base: PageMap, current: PageMap) -> list[str]:
+        """The base's map, and the pages it names that ``current`` does not."""
+        named = {digest for _, digest in current.pages.values()}
+        gone = sorted({digest for _, digest in base.pages.values()} - named)
+        removed = []
+        for name in [f"{stored.MAPS}/{base.revision}.json"] + [
+            f"{stored.PAGES}/{digest}.html" for digest in gone
+        ]:
+            (self.folder / name).unlink(missing_ok=True)
+            removed.append(name)
         return removed
 
     def sweep_observations(self, observation_ids: tuple[str, ...], published: int) -> list[str]:

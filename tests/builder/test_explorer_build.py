@@ -277,6 +277,66 @@ def test_the_explorer_switches_revision_with_the_pointer_and_not_before(
     assert set(os.listdir(explorer / stored.PAGES)) == named
 
 
+def named_pages(site: Path) -> set[str]:
+    return {f"{digest}.html" for _, digest in published_map(site).values()}
+
+
+@pytest.mark.parametrize("point", ["build_explorer_map", "build_before_pointer"])
+def test_what_a_killed_build_left_is_swept_by_the_next_build_of_a_later_revision(
+    imported: Path,
+    stores: Stores,
+    capture: Callable[..., CaptureResult],
+    home: Path,
+    point: str,
+) -> None:
+    """Killed once its map is written (before its pages, or just before the pointer), a build
+    leaves a map that is neither the published one nor the one after it: the next build, of a
+    later revision, lists the folders and removes all that its map does not name."""
+    assert point in BUILD_POINTS
+    pages = imported / EXPLORER_DIR / stored.PAGES
+    named_at_1 = named_pages(imported)
+    capture("20/09/2026|3.354|3.362|\r\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")}
+    env |= {"FXEV_HOME": str(home), "FXEV_SITE": str(imported), "FXEV_FAULT_KILL_AT": point}
+    proc = subprocess.run(
+        [sys.executable, "-m", "builder", "build"], env=env, capture_output=True, timeout=120
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    assert stored.map_path(imported, 2).exists()
+    left = set(os.listdir(pages)) - named_at_1
+    assert bool(left) == (point == "build_before_pointer")  # revision 2's home, its log...
+
+    capture("21/09/2026|3.356|3.364|\r\n")
+    build(stores, imported)
+    assert TreeReader(imported).published_revision() == 3
+    assert os.listdir(imported / EXPLORER_DIR / stored.MAPS) == ["3.json"]
+    assert set(os.listdir(pages)) == named_pages(imported)
+    assert not left & named_pages(imported)
+
+
+def test_an_ordinary_build_removes_its_base_pages_without_listing_every_page(
+    imported: Path,
+    stores: Stores,
+    capture: Callable[..., CaptureResult],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pages to remove after an ordinary build are those the previous map names and the new
+    one does not: the build does not list ``pages/``, which grows with the revision log."""
+    pages = imported / EXPLORER_DIR / stored.PAGES
+    before = set(os.listdir(pages))
+    listed: list[str] = []
+    names = explorer_module._names
+    monkeypatch.setattr(
+        explorer_module, "_names", lambda folder: listed.append(folder.name) or names(folder)
+    )
+    capture("20/09/2026|3.354|3.362|\r\n")
+    build(stores, imported)
+    assert stored.PAGES not in listed and stored.MAPS in listed
+    assert os.listdir(imported / EXPLORER_DIR / stored.MAPS) == ["2.json"]
+    assert set(os.listdir(pages)) == named_pages(imported)
+    assert before - named_pages(imported)  # revision 1's home page, among others, removed
+
+
 def test_a_reader_of_the_previous_revision_finds_its_pages_until_the_sweep(
     imported: Path, stores: Stores, capture: Callable[..., CaptureResult]
 ) -> None:
