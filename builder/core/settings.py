@@ -324,6 +324,9 @@ def _address(variable: str, raw: str) -> str | None:
 
 def _log_origin(raw: str) -> str | None:
     origin = raw.strip()
-    if origin and not re.fullmatch(r"[^\s+]+", origin):
-        raise SettingsError(f"FXEV_LOG_ORIGIN must have no space and no '+', got {raw!r}")
+    # A key name of a C2SP signed note (builder.tlog.note): no space, '+' or control character.
+    if origin and not re.fullmatch(r"[^\s+\x00-\x1f]+", origin):
+        raise SettingsError(
+            f"FXEV_LOG_ORIGIN must have no space, no '+' and no control character, got {raw!r}"
+        )
     return origin or None

@@ -7,7 +7,9 @@ tree of the new size must extend the last checkpoint this home's key signed (``l
 consistency proof from the tiles is checked against it, and a tree that does not extend it (a
 registry rewritten, then rebuilt) is refused: nothing is signed, the pointer does not move. Then
 the checkpoint is signed, remembered in the home, and written as ``log/checkpoints/<N>``; once
-the pointer names ``N``, ``log/checkpoint`` is replaced by it.
+the pointer names ``N``, ``log/checkpoint`` is replaced by it. The leaves taken from the tiles
+must end in the registry's own leaf of the published revision, whose chain hash commits to all
+before it: a registry rewritten and rehashed under a published log is refused the same way.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class LogWriter:
         start, edge = self._start(published)
         if start == head and self.reader.checkpoint(head) is not None:
             return False
+        if start:
+            self._check_reused(start, leaf(start))
         data, hashes = [], []
         for number in range(start + 1, head + 1):
             encoded, rows = leaf(number).encode()
@@ -66,6 +70,16 @@ class LogWriter:
             self._write(tile.path, content)
         self._sign(head, edge.root(), registry_id)
         return True
+
+    def _check_reused(self, start: int, ours: Leaf) -> None:
+        """The leaves taken from the tiles end in revision ``start``'s, which must still be the
+        registry's: its chain hash commits to every revision before it. A registry rewritten
+        and rehashed (its own check then passes) differs there, and is refused."""
+        if self.reader.leaf(start - 1, start) != ours.encode()[0]:
+            raise HistoryRewritten(
+                f"refusing to sign: revision {start} in the registry is not the one the log holds"
+                " (history rewritten); nothing is published"
+            )
 
     def _start(self, published: int) -> tuple[int, tiles.Edge]:
         """The size to append from: the published one when its log is whole, else 0 (a tree

@@ -20,7 +20,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 ALG_ED25519 = b"\x01"
 DASH = "\u2014"
-_NAME = re.compile(r"^[^\s+]+$")
+# signed-note: a key name is non-empty, with no Unicode space and no '+'; and a note holds no
+# ASCII control character but the newline, so neither does the name in its signature lines.
+_NAME = re.compile(r"^[^\s+\x00-\x1f]+$")
 _SIZE = re.compile(r"^(0|[1-9]\d{0,18})$")
 
 
@@ -57,7 +59,9 @@ def key_id(name: str, public: bytes) -> bytes:
 
 def check_name(name: str) -> str:
     if not name or not _NAME.match(name):
-        raise NoteError(f"{name!r} cannot name a key: empty, or with a space or a '+'")
+        raise NoteError(
+            f"{name!r} cannot name a key: empty, or with a space, a '+' or a control character"
+        )
     return name
 
 
