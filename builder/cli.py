@@ -39,7 +39,7 @@ from builder.capture.operator import (
     parse_annotation,
     publish_series,
 )
-from builder.capture.run import open_stores
+from builder.capture.run import disk_checked, open_stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
 from builder.core.arguments import OneLineParser
@@ -90,7 +90,7 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     now = clock.now(settings)
     checked = read_import(Path(args.file), args.actor, args.justification, now)
     with open_stores(settings) as stores:
-        result = record_import(stores, checked, now)
+        result = disk_checked(stores, settings, now, lambda: record_import(stores, checked, now))
     emit(result.to_json())
     return 0
 
@@ -100,17 +100,22 @@ def cmd_annotate(args: argparse.Namespace, settings: Settings) -> int:
         args.fecha, args.texto, args.actor, args.justification, args.serie,
         args.compra, args.venta,
     )  # fmt: skip
+    now = clock.now(settings)
     with open_stores(settings) as stores:
-        result = annotate(stores, request, clock.now(settings))
+        result = disk_checked(stores, settings, now, lambda: annotate(stores, request, now))
     emit(result.to_json())
     return 0
 
 
 def cmd_series_publish(args: argparse.Namespace, settings: Settings) -> int:
     check_series_switch(args.serie, args.actor, args.justification)
+    now = clock.now(settings)
     with open_stores(settings) as stores:
-        result = publish_series(
-            stores, args.serie, args.actor, args.justification, clock.now(settings)
+        result = disk_checked(
+            stores,
+            settings,
+            now,
+            lambda: publish_series(stores, args.serie, args.actor, args.justification, now),
         )
     emit(result.to_json())
     return 0
@@ -139,11 +144,21 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         saved = read_saved(Path(args.from_file), settings.max_body_bytes)
     with open_stores(settings) as stores:
         if args.source == "centralbank":
-            result = backfill_centralbank(stores, settings, now, start, end, args.url)
+            result = disk_checked(
+                stores,
+                settings,
+                now,
+                lambda: backfill_centralbank(stores, settings, now, start, end, args.url),
+            )
         else:
             assert saved is not None  # check_request: taxauth_txt needs --from-file
             name = Path(args.from_file).name
-            result = backfill_taxauth(stores, settings, now, start, end, saved, name, args.url)
+            result = disk_checked(
+                stores,
+                settings,
+                now,
+                lambda: backfill_taxauth(stores, settings, now, start, end, saved, name, args.url),
+            )
     emit(result.to_json())
     return 0
 

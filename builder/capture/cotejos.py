@@ -58,7 +58,10 @@ def dates_pointing_to(close_date: date, declared: set[date]) -> list[date]:
 
 
 def dates_skipping(declared_date: date, declared: set[date]) -> list[date]:
-    """Publication dates whose counterpart moved before ``declared_date`` because it is n.d."""
+    """Publication dates whose counterpart moved before ``declared_date`` because it is n.d.:
+    none when that day was no one's counterpart anyway (a weekend or a holiday the central bank
+    lists as n.d.), whose pairs stand as they were."""
+    without = declared - {declared_date}
     found = []
     day = declared_date
     for _ in range(_MAX_SPAN_DAYS):
@@ -66,7 +69,8 @@ def dates_skipping(declared_date: date, declared: set[date]) -> list[date]:
         counterpart = counterpart_date(day, declared)
         if counterpart > declared_date:
             break
-        found.append(day)
+        if counterpart != counterpart_date(day, without):
+            found.append(day)
     return found
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -167,6 +167,18 @@ class Recorded:
 
 def worst_outcome(outcomes: Sequence[str]) -> str:
     return min(outcomes, key=OUTCOME_SEVERITY.index)
+
+
+def disk_checked(
+    stores: Stores, settings: Settings, now: datetime, write: Callable[[], CaptureResult]
+) -> CaptureResult:
+    """A registry write other than a capture run (an import, an annotation, a backfill, a series
+    switch) with the disk checked first, as a capture's is (:class:`OperationalChecks`): under
+    ``FXEV_MIN_FREE_BYTES`` it raises ``disco``, which its result carries; the write still goes
+    ahead."""
+    low = health.check_disk(stores.alerts, settings.home, settings.min_free_bytes, now)
+    result = write()
+    return result if low is None else dataclasses.replace(result, alertas=(low, *result.alertas))
 
 
 class OperationalChecks:
