@@ -31,6 +31,7 @@ import hmac
 from typing import TYPE_CHECKING
 
 from sanic import Request
+from sanic.exceptions import BadRequest
 from sanic.exceptions import NotFound as RouteNotFound
 from sanic.response import HTTPResponse
 
@@ -74,18 +75,27 @@ def arrive(http: Http) -> None:
             method not in ("GET", "HEAD")
             or not original.startswith("/")
             or original.startswith("/_edge/")
-            or not original.isascii()
         ):
             return  # not a request the edge would authorise: /_edge/auth stays unknown
-        replaced = request.__class__(
-            url_bytes=original.encode("ascii"),
-            headers=request.headers,
-            version=request.version,
-            method=method,
-            transport=request.transport,
-            app=request.app,
-            head=request.head,
-        )
+        try:
+            if not original.isascii():  # as Sanic refuses it in a direct request's line
+                raise BadRequest("URL may only contain US-ASCII characters.")
+            replaced = request.__class__(
+                url_bytes=original.encode("ascii"),
+                headers=request.headers,
+                version=request.version,
+                method=method,
+                transport=request.transport,
+                app=request.app,
+                head=request.head,
+            )
+        except BadRequest:
+            # A target Sanic cannot take: answered, as a direct one is, for the stand-in
+            # request Sanic makes (no headers, so no token: neither counted nor recorded).
+            http.url = original
+            http.create_empty_request()
+            http.request.ctx.edge = AUTH
+            raise
         replaced.stream = http
         request.__class__._current.set(replaced)
         http.request = replaced

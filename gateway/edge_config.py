@@ -172,7 +172,7 @@ http {
     }
     map "$fxev_gzip_accepted $server_protocol $status $sent_http_content_type" $fxev_gzipped {
         default 0;
-        "~^1 HTTP/1\\.1 (200|403|404) (application/json|text/html)( *;.*)?$" 1;
+        "~*^1 HTTP/1\\.1 (200|403|404) (application/json|text/html)( *;.*)?$" 1;
     }
     map "$request_method $fxev_gzipped" $fxev_repr_digest {
         "~^HEAD " "";
@@ -184,9 +184,22 @@ http {
         default 0;
         "~^(GET|HEAD) ." 1;
     }
-    # A fresh request id (UUID form) for what nginx answers by itself.
+    map "$http_if_match$http_if_unmodified_since" $fxev_preconditioned {
+        default 1;
+        "" 0;
+    }
+    # A fresh request id for what nginx answers by itself: a UUID4 made of nginx's 32 random
+    # hex digits, the 13th replaced by the version (4), the 17th by the variant (8, 9, a or b,
+    # chosen by the digit it replaces).
+    map $request_id $fxev_uuid_variant {
+        "~^.{16}[0-3]" 8;
+        "~^.{16}[4-7]" 9;
+        "~^.{16}[89ab]" a;
+        default b;
+    }
     map $request_id $fxev_own_request_id {
-        "~^(?<a>.{8})(?<b>.{4})(?<c>.{4})(?<d>.{4})(?<e>.{12})$" "$a-$b-$c-$d-$e";
+        "~^(?<a>.{8})(?<b>.{4}).(?<c>.{3}).(?<d>.{3})(?<e>.{12})$"
+            "$a-$b-4$c-$fxev_uuid_variant$d-$e";
     }
     # The log's answers: the gateway's request id when it answered this request, a fresh one
     # when the answer came from the cache.
@@ -214,14 +227,18 @@ http {
         listen @@LISTEN@@;
 
         # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
+        # Passed too: If-Match or If-Unmodified-Since, which the gateways ignore, and which
+        # nginx would answer with its own 412 for an answer its cache holds.
         location = /v1/rates {
             error_page 418 = @fxev_pass;
             if ($fxev_as_of = 0) { return 418; }
+            if ($fxev_preconditioned) { return 418; }
 @@IMMUTABLE@@
         }
         location ~ ^/v1/evidence/[^/]*$ {
             error_page 418 = @fxev_pass;
             if ($request_method !~ ^(GET|HEAD)$) { return 418; }
+            if ($fxev_preconditioned) { return 418; }
 @@IMMUTABLE@@
         }
         # The transparency log: public; cached as the gateway's Cache-Control says (tiles

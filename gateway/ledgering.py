@@ -68,13 +68,14 @@ def ledger_token(request: Request) -> TokenRecord | None:
     token = getattr(request.ctx, "token", None)
     if token is not None or getattr(request.ctx, "auth_checked", False):
         return token
-    if request.path == "/v1/health/live":
-        return None  # public, and it touches no store
+    if request.path == "/v1/health/live" or request.path.startswith(PUBLIC_LOG):
+        return None  # public, reading no token (docs/decisions.md#public-endpoints)
     text = credential(request)
     return None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
 
 
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+PUBLIC_LOG = "/v1/log/"
 
 
 def sent_digest(request: Request, sent: bytes) -> str:
