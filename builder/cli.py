@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -111,12 +112,8 @@ def cmd_series_publish(args: argparse.Namespace, settings: Settings) -> int:
     check_series_switch(args.serie, args.actor, args.justification)
     now = clock.now(settings)
     with open_stores(settings) as stores:
-        result = disk_checked(
-            stores,
-            settings,
-            now,
-            lambda: publish_series(stores, args.serie, args.actor, args.justification, now),
-        )
+        write = partial(publish_series, stores, args.serie, args.actor, args.justification, now)
+        result = disk_checked(stores, settings, now, write)
     emit(result.to_json())
     return 0
 
@@ -144,21 +141,14 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         saved = read_saved(Path(args.from_file), settings.max_body_bytes)
     with open_stores(settings) as stores:
         if args.source == "centralbank":
-            result = disk_checked(
-                stores,
-                settings,
-                now,
-                lambda: backfill_centralbank(stores, settings, now, start, end, args.url),
-            )
+            write = partial(backfill_centralbank, stores, settings, now, start, end, args.url)
         else:
             assert saved is not None  # check_request: taxauth_txt needs --from-file
             name = Path(args.from_file).name
-            result = disk_checked(
-                stores,
-                settings,
-                now,
-                lambda: backfill_taxauth(stores, settings, now, start, end, saved, name, args.url),
+            write = partial(
+                backfill_taxauth, stores, settings, now, start, end, saved, name, args.url
             )
+        result = disk_checked(stores, settings, now, write)
     emit(result.to_json())
     return 0
 

@@ -24,6 +24,7 @@ from builder.capture.importer import import_csv
 from builder.capture.run import CaptureResult, Stores
 from builder.disk.faults import BUILD_POINTS
 from builder.publish import explorer as explorer_module
+from builder.publish import explorerplan
 from builder.publish.build import Builder
 from builder.publish.explorer import render_explorer
 from builder.publish.writer import TreeWriter
@@ -212,18 +213,18 @@ def test_a_long_log_takes_its_full_pages_from_the_map_and_draws_only_the_newest(
 def test_settled_log_pages_stop_at_the_first_page_the_map_lacks() -> None:
     entries = {f"revisiones/{n}.html": (f"key{n}", f"sha{n}") for n in (1, 2, 4, 5)}
     base = stored.PageMap(251, "layout", entries)  # 50 a page: pages 1-5 were full, 6 was not
-    assert explorer_module.settled_log_pages(base) == {
+    assert explorerplan.settled_log_pages(base) == {
         "revisiones/1.html": ("key1", "sha1"),
         "revisiones/2.html": ("key2", "sha2"),
     }
-    assert explorer_module.settled_log_pages(stored.PageMap(50, "layout", entries)) == {}
-    assert explorer_module.settled_log_pages(stored.PageMap(0, "layout", {})) == {}
+    assert explorerplan.settled_log_pages(stored.PageMap(50, "layout", entries)) == {}
+    assert explorerplan.settled_log_pages(stored.PageMap(0, "layout", {})) == {}
 
 
 def test_a_template_change_redraws_every_page(
     imported: Path, stores: Stores, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(explorer_module.pages, "template_fingerprint", lambda: "another layout")
+    monkeypatch.setattr(explorerplan.pages, "template_fingerprint", lambda: "another layout")
     drawn = set(served(imported))
     result = render_explorer(TreeWriter(imported), stores.registry)
     assert set(result.rendered) == drawn
@@ -355,10 +356,9 @@ def test_a_reader_of_the_previous_revision_finds_its_pages_until_the_sweep(
 
 
 def test_the_explorer_runs_no_sql_and_reads_the_registry_through_its_public_methods() -> None:
-    source = Path(explorer_module.__file__).read_text()
-    tree = ast.parse(source)
+    sources = [Path(module.__file__).read_text() for module in (explorer_module, explorerplan)]
     called: set[str] = set()
-    for node in ast.walk(tree):
+    for node in (node for source in sources for node in ast.walk(ast.parse(source))):
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = [alias.name for alias in node.names] + [getattr(node, "module", "") or ""]
             assert not any("sqlite" in name for name in names)
