@@ -7,7 +7,10 @@ Limits are the defaults' order (60 a minute per token): each test issues tokens 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -80,6 +83,86 @@ def edge_config_text(
     return done.stdout
 
 
+class Load:
+    """Clients behind the edge, one thread and one token each, asking ``paths`` in turn; what
+    is not a 200 is a failure. :meth:`wait_for` a share of the requests, act, :meth:`join`."""
+
+    def __init__(self, edge: Edge, paths: list[str], tokens: list[str], per_thread: int) -> None:
+        self.edge, self.paths, self.per_thread = edge, paths, per_thread
+        self.failures: list[str] = []
+        self.done = 0
+        self.threads = [threading.Thread(target=self._client, args=(t,)) for t in tokens]
+        for thread in self.threads:
+            thread.start()
+
+    def _client(self, token: str) -> None:
+        session = requests.Session()
+        for n in range(self.per_thread):
+            try:
+                resp = session.get(
+                    self.edge.url(self.paths[n % len(self.paths)]),
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=20,
+                )
+                if resp.status_code != 200:
+                    self.failures.append(f"{resp.status_code} {resp.text[:200]}")
+            except requests.RequestException as error:
+                self.failures.append(repr(error))
+            self.done += 1
+            time.sleep(0.005)
+
+    def wait_for(self, share: float) -> None:
+        while self.done < share * len(self.threads) * self.per_thread:
+            time.sleep(0.01)
+
+    def join(self) -> None:
+        """Every request answered; at most one failure a client (its request in flight)."""
+        for thread in self.threads:
+            thread.join(timeout=120)
+        assert self.done == len(self.threads) * self.per_thread
+        assert len(self.failures) <= len(self.threads), self.failures
+
+
+@dataclasses.dataclass
+class Running:
+    """Two started gateways and the edge in front of them (``edge`` may be replaced by a test
+    that restarts it: the one running is stopped)."""
+
+    gateways: list[Gateway]
+    edge: Edge
+    lanes: list[str]
+
+
+@contextlib.contextmanager
+def edge_in_front(env: dict[str, str], base: Path, with_lanes: bool) -> Iterator[Running]:
+    """Two gateways (two workers each) of ``env``, each with an auth lane when ``with_lanes``,
+    and the edge in front of them, with what ``fxev edge config`` prints; stopped by PID."""
+    lanes = [f"127.0.0.1:{_free_port()}" for _ in "ab"] if with_lanes else []
+    gateways = [
+        Gateway(
+            env={**env, **({"FXEV_EDGE_LANE": lanes[n]} if lanes else {})},
+            token="",
+            log_path=base / f"gateway-{name}.log",
+        )
+        for n, name in enumerate("ab")
+    ]
+    running = None
+    try:
+        for gateway in gateways:
+            gateway.start()
+        port = _free_port()
+        upstreams = [gateway.base_url.removeprefix("http://") for gateway in gateways]
+        text = edge_config_text(env, f"127.0.0.1:{port}", upstreams, base / "edge-cache", lanes)
+        edge = start_edge(text, base / "nginx", f"http://127.0.0.1:{port}", "/v1/health/live")
+        running = Running(gateways, edge, lanes)
+        yield running
+    finally:
+        if running is not None:
+            running.edge.stop()
+        for gateway in gateways:
+            gateway.stop()
+
+
 @pytest.fixture(scope="module", params=["lanes", "sanic"])
 def topology(
     request: pytest.FixtureRequest,
@@ -90,30 +173,10 @@ def topology(
     without (every auth step through Sanic): every test runs against both."""
     base = tmp_path_factory.mktemp("edge")
     env, _ = copy_demo(demo_home, base, FXEV_RATE_LIMIT_PER_MIN=str(PER_MIN))
-    lanes = [f"127.0.0.1:{_free_port()}" for _ in "ab"] if request.param == "lanes" else []
-    gateways = [
-        Gateway(
-            env={**env, **({"FXEV_EDGE_LANE": lanes[n]} if lanes else {})},
-            token="",
-            log_path=base / f"gateway-{name}.log",
-        )
-        for n, name in enumerate("ab")
-    ]
-    topology = None
-    try:
-        for gateway in gateways:
-            gateway.start()
-        port = _free_port()
-        upstreams = [gateway.base_url.removeprefix("http://") for gateway in gateways]
-        text = edge_config_text(env, f"127.0.0.1:{port}", upstreams, base / "edge-cache", lanes)
-        edge = start_edge(text, base / "nginx", f"http://127.0.0.1:{port}", "/v1/health/live")
-        topology = Topology(env, gateways, edge, lanes, base)
+    with edge_in_front(env, base, request.param == "lanes") as running:
+        topology = Topology(env, running.gateways, running.edge, running.lanes, base)
         yield topology
-    finally:
-        if topology is not None:
-            topology.edge.stop()  # the one running now (a test may have restarted it)
-        for gateway in gateways:
-            gateway.stop()
+        running.edge = topology.edge  # the one running now (a test may have restarted it)
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import threading
-import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -20,7 +18,7 @@ from builder.demo import local_source
 from gateway.sending import repr_digest
 from tests.contract.conftest import _free_port, fxev, ledger_entries
 from tests.contract.test_api import assert_api_error
-from tests.edge.conftest import PER_MIN, Topology, edge_config_text
+from tests.edge.conftest import PER_MIN, Load, Topology, edge_config_text
 from tests.support.edge import start_edge
 from tokens.store import TokenStore, parse_token_id
 
@@ -342,32 +340,8 @@ def test_one_gateway_killed_under_load_costs_at_most_the_requests_in_flight(
     topology: Topology,
 ) -> None:
     paths = [AS_OF, LATEST, evidence_path(topology, topology.token())]
-    threads, per_thread = 4, 40  # under the per-minute limit of each thread's own token
-    failures: list[str] = []
-    done = [0]
-
-    def client(token: str) -> None:
-        session = requests.Session()
-        for n in range(per_thread):
-            try:
-                resp = session.get(
-                    topology.edge.url(paths[n % len(paths)]),
-                    headers={"Authorization": f"Bearer {token}"},
-                    timeout=15,
-                )
-                if resp.status_code != 200:
-                    failures.append(f"{resp.status_code} {resp.text[:200]}")
-            except requests.RequestException as error:
-                failures.append(repr(error))
-            done[0] += 1
-
-    workers = [threading.Thread(target=client, args=(topology.token(),)) for _ in range(threads)]
-    for worker in workers:
-        worker.start()
-    while done[0] < threads * per_thread // 3:
-        time.sleep(0.01)
+    # 4 clients of 40 requests each: under the per-minute limit of each one's own token.
+    load = Load(topology.edge, paths, [topology.token() for _ in range(4)], 40)
+    load.wait_for(1 / 3)
     topology.gateways[0].kill()
-    for worker in workers:
-        worker.join(timeout=120)
-    assert done[0] == threads * per_thread
-    assert len(failures) <= threads, failures
+    load.join()

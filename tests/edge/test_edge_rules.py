@@ -24,7 +24,6 @@ import os
 import re
 import signal
 import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -41,7 +40,6 @@ from gateway.sending import repr_digest
 from tests.builder.localserver import LocalServer
 from tests.contract.conftest import (
     Gateway,
-    _free_port,
     copy_demo,
     fxev,
     home_env,
@@ -50,8 +48,8 @@ from tests.contract.conftest import (
 )
 from tests.contract.test_api import assert_api_error
 from tests.contract.test_ledger_kills import children
-from tests.edge.conftest import edge_config_text
-from tests.support.edge import Edge, start_edge
+from tests.edge.conftest import Load, edge_in_front
+from tests.support.edge import Edge
 from tokens.store import TokenStore, parse_token_id
 
 PER_MIN = 60
@@ -145,30 +143,8 @@ def audit(
         FXEV_RATE_LIMIT_PER_DAY=str(PER_DAY),
         FXEV_CORS_ORIGINS=",".join(ORIGINS),
     )
-    lanes = [f"127.0.0.1:{_free_port()}" for _ in "ab"] if request.param == "lanes" else []
-    gateways = [
-        Gateway(
-            env={**env, **({"FXEV_EDGE_LANE": lanes[n]} if lanes else {})},
-            token="",
-            log_path=base / f"gateway-{name}.log",
-        )
-        for n, name in enumerate("ab")
-    ]
-    audit = None
-    try:
-        for gateway in gateways:
-            gateway.start()
-        port = _free_port()
-        upstreams = [gateway.base_url.removeprefix("http://") for gateway in gateways]
-        text = edge_config_text(env, f"127.0.0.1:{port}", upstreams, base / "edge-cache", lanes)
-        edge = start_edge(text, base / "nginx", f"http://127.0.0.1:{port}", "/v1/health/live")
-        audit = Audit(env, gateways, edge, lanes, base)
-        yield audit
-    finally:
-        if audit is not None:
-            audit.edge.stop()
-        for gateway in gateways:
-            gateway.stop()
+    with edge_in_front(env, base, request.param == "lanes") as running:
+        yield Audit(env, running.gateways, running.edge, running.lanes, base)
 
 
 # -- raw HTTP ----------------------------------------------------------------------------------
@@ -747,41 +723,16 @@ def test_a_worker_killed_under_load_behind_the_edge_costs_only_its_requests_in_f
     _, token = audit.token("load")
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     paths = [AS_OF, evidence, LATEST]
-    threads, per_thread = 4, 30  # under the day's limit of each thread's own token
-    failures: list[str] = []
-    done = [0]
-
-    def client(token: str) -> None:
-        session = requests.Session()
-        for n in range(per_thread):
-            try:
-                resp = session.get(
-                    audit.edge.url(paths[n % len(paths)]),
-                    headers={"Authorization": f"Bearer {token}"},
-                    timeout=20,
-                )
-                if resp.status_code != 200:
-                    failures.append(f"{resp.status_code} {resp.text[:200]}")
-            except requests.RequestException as error:
-                failures.append(repr(error))
-            done[0] += 1
-            time.sleep(0.02)
-
-    pool = [threading.Thread(target=client, args=(audit.token("load")[1],)) for _ in range(threads)]
-    for worker in pool:
-        worker.start()
-    while done[0] < threads * per_thread // 3:
-        time.sleep(0.01)
+    # 4 clients of 30 requests each: under the day's limit of each one's own token.
+    load = Load(audit.edge, paths, [audit.token("load")[1] for _ in range(4)], 30)
+    load.wait_for(1 / 3)
     victim = before[0]
     os.kill(victim, signal.SIGKILL)
     killed_at = time.monotonic()
     while (now := workers()) and (len(now) < 2 or victim in now):
         assert time.monotonic() - killed_at <= 5.0, now
         time.sleep(0.05)
-    for worker in pool:
-        worker.join(timeout=120)
-    assert done[0] == threads * per_thread
-    assert len(failures) <= threads, failures
+    load.join()
     if audit.lanes:
         port = int(gateway.env["FXEV_EDGE_LANE"].rpartition(":")[2])
         deadline = time.monotonic() + 5
