@@ -34,6 +34,7 @@ from tests.builder.test_cli_backfill_end_to_end import saved_month
 from tests.contract.conftest import Gateway, home_env
 from tests.realdata import bcrp_recording, sbs_venta_history, sunat_history
 from tests.support.cli import FXEV, Ran, run
+from tests.unit.test_centralbank import REAL_ROWS as RECORDED_ROWS
 
 TEXT = {"Content-Type": "text/plain"}
 BCRP_TYPE = {"Content-Type": "text/html; charset=UTF-8"}  # JSON served as text/html (SOURCES 3.2)
@@ -95,16 +96,6 @@ def bcrp_body(rows: Sequence[tuple[str, str, str]], swapped: bool = False) -> by
         + periods
         + "\n]\n}"
     ).encode()
-
-
-RECORDED_ROWS = [
-    ("01.Set.26", "3.36", "3.368"),
-    ("02.Set.26", "3.353", "3.36"),
-    ("03.Set.26", "3.355", "3.365"),
-    ("04.Set.26", "3.36", "3.369"),
-    ("07.Set.26", "3.351", "3.372"),
-    ("08.Set.26", "n.d.", "n.d."),
-]
 
 
 def label(day: date) -> str:

@@ -39,7 +39,6 @@ from gateway.ledger import ledger_folder, read_entries, shown
 from gateway.sending import repr_digest
 from tests.builder.localserver import LocalServer
 from tests.contract.conftest import (
-    Gateway,
     copy_demo,
     fxev,
     home_env,
@@ -48,8 +47,7 @@ from tests.contract.conftest import (
 )
 from tests.contract.test_api import assert_api_error
 from tests.contract.test_ledger_kills import children
-from tests.edge.conftest import Load, edge_in_front
-from tests.support.edge import Edge
+from tests.edge.conftest import Load, Topology, edge_in_front
 from tokens.store import TokenStore, parse_token_id
 
 PER_MIN = 60
@@ -78,19 +76,11 @@ NOT_API = {
 # -- the topology ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class Audit:
-    env: dict[str, str]
-    gateways: list[Gateway]
-    edge: Edge
-    lanes: list[str]
-    base: Path
+class Audit(Topology):
+    """The module's topology, with tokens of unique names (so each test finds its own entries in
+    the ledger) and requests straight to a gateway."""
 
-    @property
-    def home(self) -> Path:
-        return Path(self.env["FXEV_HOME"])
-
-    def token(self, name: str) -> tuple[str, str]:
+    def named_token(self, name: str) -> tuple[str, str]:
         """(a unique token name, a new token of that name)."""
         unique = f"{name}-{uuid.uuid4().hex[:8]}"
         with TokenStore.open(self.home) as store:
@@ -100,22 +90,9 @@ class Audit:
         with TokenStore.open(self.home) as store:
             store.revoke(parse_token_id(token) or "", datetime.now(UTC))
 
-    def get(
-        self,
-        path: str,
-        token: str | None = None,
-        method: str = "GET",
-        via: str | None = None,
-        **headers: str,
+    def direct(
+        self, path: str, token: str | None = None, method: str = "GET", **headers: str
     ) -> requests.Response:
-        sent = dict(headers)
-        if token is not None:
-            sent["Authorization"] = f"Bearer {token}"
-        return requests.request(
-            method, (via or self.edge.base_url) + path, headers=sent, timeout=20
-        )
-
-    def direct(self, path: str, token: str | None = None, method: str = "GET", **headers: str):  # type: ignore[no-untyped-def]
         return self.get(path, token, method, via=self.gateways[0].base_url, **headers)
 
     def entries_of(self, token_name: str) -> list[dict[str, object]]:
@@ -257,7 +234,7 @@ def test_every_kind_of_request_through_the_edge_counts_once_toward_the_limit(aud
     the edge handles differently (cache hit, miss, HEAD from the cache, a 304 and a 400/404/422
     replayed, gzip, pass-through) counts exactly once, with direct requests, toward the day's
     limit (40 here); the 41st is the gateway's 429, recorded."""
-    name, token = audit.token("count")
+    name, token = audit.named_token("count")
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     etag = audit.direct(AS_OF, token).headers["ETag"]  # 3 counted so far
     kinds: list[tuple[str, str, dict[str, str]]] = [
@@ -301,7 +278,7 @@ def test_a_revoked_token_is_refused_at_once_however_warm_the_cache_and_lanes(aud
     moment: ... just-revoked token get 401". Section 3: "revocation takes effect on the very next
     request". The token is first served many times (hits on every worker's lane), then revoked:
     every next request, on every route the edge caches, is the gateway's 401."""
-    _, token = audit.token("revoked")
+    _, token = audit.named_token("revoked")
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     for _ in range(6):
         for path in (AS_OF, evidence):
@@ -323,7 +300,7 @@ def test_the_ledger_shows_exactly_the_answers_a_token_got_through_the_edge(audit
     claims an answer that did not leave". For a mix of ordinary requests through the edge, the
     token's ledger entries are exactly the answers the client received: one each (the auth step
     and the cache fill are one request), same X-Request-Id, status, method and identity hash."""
-    name, token = audit.token("exact")
+    name, token = audit.named_token("exact")
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     etag = audit.direct(AS_OF, token).headers["ETag"]
     before = recorded(audit.entries_of(name))
@@ -361,7 +338,7 @@ def test_the_ledger_never_claims_an_answer_the_edge_did_not_send(audit: Audit, c
     the ledger shows exactly the answer the client got through the edge: its X-Request-Id, its
     status, the hash of its body; and no other answer (none for a target the gateway cannot
     parse, as for a direct one)."""
-    name, token = audit.token("claims")
+    name, token = audit.named_token("claims")
     if case.startswith("non-ascii"):
         target = (
             b"/v1/evidence/\xc3\xa9" if case == "non-ascii-path" else AS_OF.encode() + b"&x=\xff"
@@ -377,7 +354,7 @@ def test_the_ledger_never_claims_an_answer_the_edge_did_not_send(audit: Audit, c
     else:
         header = {"if-match": "If-Match", "if-unmodified-since": "If-Unmodified-Since"}[case]
         value = '"0"' if case == "if-match" else "Thu, 01 Jan 1970 00:00:00 GMT"
-        audit.get(AS_OF, audit.token("filler")[1])  # in the cache: served from it
+        audit.get(AS_OF, audit.named_token("filler")[1])  # in the cache: served from it
         resp = audit.get(AS_OF, token, **{header: value, **IDENTITY})
         got = [
             (
@@ -412,7 +389,7 @@ def test_raw_non_ascii_bytes_on_a_cached_route_get_the_gateways_400(
     spec's body". A target with raw bytes over 0x7F on a route the edge caches (as-of
     /v1/rates, /v1/evidence/...) gets, through the edge, the gateway's own answer, not a
     retryable 503 that says no gateway answered."""
-    _, token = audit.token("non-ascii")
+    _, token = audit.named_token("non-ascii")
     edge = exchange(audit.edge.base_url, head_of(target, token))
     direct = exchange(audit.gateways[0].base_url, head_of(target, token))
     assert direct.status == 400 and direct.json()["code"] == "INVALID_PARAMS"
@@ -432,7 +409,7 @@ def test_preconditions_the_gateway_ignores_do_not_turn_a_cached_answer_into_a_41
     evidence with a precondition it does not evaluate as it answers without it (200, the
     bytes); through the edge the same request must get the same 200 and bytes, not nginx's own
     412 page (while the ledger records the 200)."""
-    _, token = audit.token("precondition")
+    _, token = audit.named_token("precondition")
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     for path in (AS_OF, evidence):
         assert audit.get(path, token, **IDENTITY).status_code == 200  # in the cache
@@ -466,7 +443,7 @@ def test_the_public_log_is_in_no_ledger_direct_or_through_the_edge(audit: Audit)
     """docs/decisions.md#public-endpoints: the transparency log reads no token, like
     ``/v1/health/live``, so no answer of it is in the ledger, whether a gateway answers it (with
     a valid token or not) or the edge serves it from its cache: the two agree."""
-    name, token = audit.token("log")
+    name, token = audit.named_token("log")
     direct = audit.direct("/v1/log/checkpoint", token)
     assert direct.status_code == 200
     size = int(direct.text.splitlines()[1])
@@ -491,7 +468,7 @@ def test_every_api_header_of_the_gateway_reaches_the_client_miss_hit_head_and_30
     sandbox`, `Content-Disposition: attachment`. Every header of the gateway's answer (but the
     request id, `Date` and `Vary`, which the edge may extend) is the client's, on a miss, a hit,
     a HEAD from the cache and a 304; and the edge's `Vary` keeps the gateway's `Origin`."""
-    _, token = audit.token("headers")
+    _, token = audit.named_token("headers")
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     fresh = SEPTEMBER.replace("-30", "-04") + "&as_of_revision=5"  # nobody asked for it yet
     for path in (fresh, evidence):
@@ -517,7 +494,7 @@ def test_a_compressed_html_evidence_keeps_its_hash_headers_and_drops_its_repr_di
     allowed. The central bank's evidence is `text/html`: compressed, it carries no
     `Repr-Digest`, a weak ETag, the same `X-Sha256`, and decompresses to the gateway's bytes,
     whose hash the ledger holds."""
-    _, token = audit.token("html")
+    _, token = audit.named_token("html")
     path = html_evidence(audit, token)
     direct = audit.direct(path, token, **IDENTITY)
     for _ in range(2):  # a miss, then a hit
@@ -544,7 +521,7 @@ def test_cors_through_the_edge_is_the_gateways_for_each_origin_hits_included(aud
     Section 12: every answer equals the gateway's. A cached answer filled for one origin is never
     served with another origin's CORS headers; an unlisted origin gets none; a preflight through
     the edge is the gateway's 204."""
-    name, token = audit.token("cors")
+    name, token = audit.named_token("cors")
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     cors = ("access-control-allow-origin", "access-control-expose-headers")
     for path in (AS_OF, evidence):
@@ -618,7 +595,7 @@ def corrected(audit: Audit) -> Corrected:
     """The as-of page served many times through the edge (every worker's lane has it), then a
     correction of 2026-09-21 captured (its source answering with `Content-Type: Text/HTML`, a
     spelling HTTP allows) and published."""
-    _, token = audit.token("corrected")
+    _, token = audit.named_token("corrected")
     for _ in range(8):
         assert audit.get(AS_OF, token, **IDENTITY).status_code == 200
     old = audit.get(AS_OF, token, "HEAD", **IDENTITY).headers["ETag"]
@@ -640,7 +617,7 @@ def test_a_correction_reaches_every_worker_on_the_very_next_request(
     every request (whichever worker or lane takes its auth step) gets the new bytes and ETag, a
     HEAD the new ETag, a revalidation with the old ETag a 200 with the new bytes (never a 304),
     and the ledger holds each answer's hash."""
-    name, token = audit.token("after")
+    name, token = audit.named_token("after")
     answers = [audit.get(AS_OF, token, **IDENTITY) for _ in range(8)]
     head = audit.get(AS_OF, token, "HEAD", **IDENTITY)
     revalidated = audit.get(AS_OF, token, **{"If-None-Match": corrected.old_etag}, **IDENTITY)
@@ -663,7 +640,7 @@ def test_a_compressed_answer_never_carries_the_identity_repr_digest_whatever_the
     case-insensitive and nginx compresses `Text/HTML` as `text/html`; the evidence the source
     served with that spelling (kept as received, section 11) is compressed, so its answer must
     not carry the identity body's `Repr-Digest`."""
-    _, token = audit.token("spelling")
+    _, token = audit.named_token("spelling")
     path = evidence_of(audit, token, corrected.observation_id)
     direct = audit.direct(path, token, **IDENTITY)
     assert direct.headers["Content-Type"].startswith("Text/HTML")
@@ -720,11 +697,11 @@ def test_a_worker_killed_under_load_behind_the_edge_costs_only_its_requests_in_f
 
     before = workers()
     assert len(before) == 2
-    _, token = audit.token("load")
+    _, token = audit.named_token("load")
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     paths = [AS_OF, evidence, LATEST]
     # 4 clients of 30 requests each: under the day's limit of each one's own token.
-    load = Load(audit.edge, paths, [audit.token("load")[1] for _ in range(4)], 30)
+    load = Load(audit.edge, paths, [audit.named_token("load")[1] for _ in range(4)], 30)
     load.wait_for(1 / 3)
     victim = before[0]
     os.kill(victim, signal.SIGKILL)
