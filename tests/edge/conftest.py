@@ -83,6 +83,20 @@ def edge_config_text(
     return done.stdout
 
 
+def on_the_wire(
+    edge: Edge, path: str, token: str, accept: str = "gzip"
+) -> tuple[requests.Response, bytes]:
+    """``GET path`` through the edge with ``Accept-Encoding: accept``: the response, and its body
+    as sent (not decompressed)."""
+    resp = requests.get(
+        edge.url(path),
+        headers={"Authorization": f"Bearer {token}", "Accept-Encoding": accept},
+        stream=True,
+        timeout=20,
+    )
+    return resp, resp.raw.read(decode_content=False)
+
+
 class Load:
     """Clients behind the edge, one thread and one token each, asking ``paths`` in turn; what
     is not a 200 is a failure. :meth:`wait_for` a share of the requests, act, :meth:`join`."""

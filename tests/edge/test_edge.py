@@ -18,7 +18,7 @@ from builder.demo import local_source
 from gateway.sending import repr_digest
 from tests.contract.conftest import _free_port, fxev, ledger_entries
 from tests.contract.test_api import assert_api_error
-from tests.edge.conftest import PER_MIN, Load, Topology, edge_config_text
+from tests.edge.conftest import PER_MIN, Load, Topology, edge_config_text, on_the_wire
 from tests.support.edge import start_edge
 from tokens.store import TokenStore, parse_token_id
 
@@ -139,13 +139,7 @@ def test_gzip_decompresses_to_the_gateways_bytes_with_a_weak_etag(topology: Topo
     direct = topology.get(AS_OF, token, via=topology.gateways[0].base_url, **IDENTITY)
     for path in (AS_OF, LATEST, "/v1/nowhere"):
         for _ in range(2):  # a miss, then a hit (for the as-of page)
-            sent = requests.get(
-                topology.edge.url(path),
-                headers={"Authorization": f"Bearer {token}", "Accept-Encoding": "gzip"},
-                stream=True,
-                timeout=15,
-            )
-            wire = sent.raw.read(decode_content=False)
+            sent, wire = on_the_wire(topology.edge, path, token)
             assert sent.headers["Content-Encoding"] == "gzip"
             assert "Accept-Encoding" in sent.headers["Vary"]
             assert "Repr-Digest" not in sent.headers
@@ -178,13 +172,7 @@ def test_the_repr_digest_goes_exactly_with_the_identity_body(topology: Topology)
     token = topology.token("accepts")
     for accept in ACCEPTS + REFUSES:
         for path in (AS_OF, LATEST):
-            resp = requests.get(
-                topology.edge.url(path),
-                headers={"Authorization": f"Bearer {token}", "Accept-Encoding": accept},
-                stream=True,
-                timeout=15,
-            )
-            wire = resp.raw.read(decode_content=False)
+            resp, wire = on_the_wire(topology.edge, path, token, accept)
             assert resp.status_code == 200
             compressed = resp.headers.get("Content-Encoding") == "gzip"
             assert compressed == (accept in ACCEPTS), accept

@@ -47,7 +47,7 @@ from tests.contract.conftest import (
 )
 from tests.contract.test_api import assert_api_error
 from tests.contract.test_ledger_kills import children
-from tests.edge.conftest import Load, Topology, edge_in_front
+from tests.edge.conftest import Load, Topology, edge_in_front, on_the_wire
 from tokens.store import TokenStore, parse_token_id
 
 PER_MIN = 60
@@ -498,13 +498,7 @@ def test_a_compressed_html_evidence_keeps_its_hash_headers_and_drops_its_repr_di
     path = html_evidence(audit, token)
     direct = audit.direct(path, token, **IDENTITY)
     for _ in range(2):  # a miss, then a hit
-        resp = requests.get(
-            audit.edge.url(path),
-            headers={"Authorization": f"Bearer {token}", "Accept-Encoding": "gzip"},
-            stream=True,
-            timeout=20,
-        )
-        wire = resp.raw.read(decode_content=False)
+        resp, wire = on_the_wire(audit.edge, path, token)
         assert resp.status_code == 200 and resp.headers["Content-Encoding"] == "gzip"
         assert gzip.decompress(wire) == direct.content
         assert "Repr-Digest" not in resp.headers
@@ -645,13 +639,7 @@ def test_a_compressed_answer_never_carries_the_identity_repr_digest_whatever_the
     direct = audit.direct(path, token, **IDENTITY)
     assert direct.headers["Content-Type"].startswith("Text/HTML")
     for _ in range(2):
-        resp = requests.get(
-            audit.edge.url(path),
-            headers={"Authorization": f"Bearer {token}", "Accept-Encoding": "gzip"},
-            stream=True,
-            timeout=20,
-        )
-        wire = resp.raw.read(decode_content=False)
+        resp, wire = on_the_wire(audit.edge, path, token)
         assert resp.status_code == 200
         if resp.headers.get("Content-Encoding") == "gzip":
             assert gzip.decompress(wire) == direct.content
