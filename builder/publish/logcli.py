@@ -42,6 +42,10 @@ def origin_of(settings: Settings) -> str:
 
 
 def cmd_log_key(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.home.is_dir():
+        # The signing key belongs in the operator's home; a mistyped FXEV_HOME must not become a
+        # new home holding only a key no build will ever sign with.
+        raise NotFound(f"no home at {settings.home.absolute()} to keep the log's key in")
     key = logkey.verifier_key(settings.home, origin_of(settings))
     sys.stdout.write(key.text + "\n")
     return 0

@@ -172,15 +172,17 @@ def test_every_command_of_the_table_prints_its_documented_last_line(
     [
         (("publish",), {"FXEV_STORE_URL": "s3://bucket/prefix"}, "var/registry.sqlite"),
         (("ledger", "ship"), {"FXEV_STORE_URL": "s3://bucket/prefix"}, "var/ledger"),
+        (("log", "key"), {"FXEV_LOG_ORIGIN": "example.org/log"}, "var"),
     ],
-    ids=["publish", "ledger ship"],
+    ids=["publish", "ledger ship", "log key with its origin set"],
 )
-def test_publish_and_ledger_ship_refuse_a_home_without_their_store(
+def test_commands_refuse_a_home_without_their_store(
     tmp_path: Path, args: tuple[str, ...], extra: dict[str, str], missing: str
 ) -> None:
     """Section 3: "`publish` need[s] the registry ... `ledger ship` a ledger. One line naming the
     resolved path, exit 1; such a command never creates an empty home." (not in the existing
-    REFUSING table of test_newcomer_paths.py)."""
+    REFUSING table of test_newcomer_paths.py). `log key` keeps its key in the home, so with its
+    origin given (no registry needed to name the log) it still needs the home to exist."""
     done = run_fxev(tmp_path, clean_env(**extra), *args)
     assert done.code == 1, done
     assert done.stdout == ""
