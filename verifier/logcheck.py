@@ -5,7 +5,9 @@ With the log's verifier key (obtained out of band, never from the service it che
 1. the checkpoint (``/v1/log/checkpoint``) must carry a valid signature of that key, under its
    name as origin;
 2. with ``--state FILE``, the checkpoint must extend the one saved there by an earlier run (a
-   consistency proof built from the tiles): a log that does not is "history rewritten";
+   consistency proof built from the tiles): a log that does not is "history rewritten"; a log
+   smaller than the saved checkpoint (a gateway whose mirror lags) is a notice, and the saved
+   checkpoint stays;
 3. the leaf of every revision the observation's record involves (its creation, each event, each
    cotejo, the evidence's recording) is read from its entry bundle, must be the one the level-0
    tile holds, and must be included in the checkpoint's tree (an inclusion proof built from the
@@ -55,6 +57,9 @@ class _Found:
 
     def fail(self, message: str) -> None:
         self.items.append(Check("fail", "log", message, self.observacion_id))
+
+    def notice(self, message: str) -> None:
+        self.items.append(Check("notice", "log", message, self.observacion_id))
 
 
 @contextlib.contextmanager
@@ -145,16 +150,18 @@ class LogView:
         return data
 
     def consistent_with(self, saved: str) -> tuple[int, int]:
-        """(old size, new size) once the checkpoint extends the ``saved`` one, or LogFailure."""
+        """(old size, new size) once the checkpoint extends the ``saved`` one, or LogFailure.
+
+        A checkpoint smaller than the saved one is returned as it is (old size > new size), not
+        refused: a gateway whose mirror has not caught up yet serves an older checkpoint of the
+        same log, and its tiles cannot prove or disprove that it is a prefix of the newer one."""
         new = self.open_checkpoint()
         try:
             old = note.parse_checkpoint(note.open_note(saved, self.key))
         except note.NoteError as error:
             raise LogFailure(f"the saved checkpoint does not verify: {error}") from None
         if old.size > new.size:
-            raise LogFailure(
-                f"history rewritten: the log shrank from {old.size} to {new.size} revisions"
-            )
+            return old.size, new.size
         try:
             proof = (
                 merkle.consistency_proof(
@@ -182,10 +189,18 @@ def log_checks(
         found.ok(f"checkpoint of {checkpoint.size} revisions signed by {options.key.name}")
     if view.checkpoint is None:
         return found.items
+    keep_saved = False  # the served log is behind the saved checkpoint, which stays
     if options.state is not None and options.state.exists():
         with _failing(found):
             old, new = view.consistent_with(options.state.read_text())
-            found.ok(f"log of {new} revisions extends the checkpoint of {old} seen before")
+            if old > new:
+                keep_saved = True
+                found.notice(
+                    f"log of {new} revisions is behind the checkpoint of {old} seen before"
+                    f" (a gateway not caught up yet): consistency not checked, {old} kept"
+                )
+            else:
+                found.ok(f"log of {new} revisions extends the checkpoint of {old} seen before")
     for revision, rows in sorted(expected_rows(detail, evidence_sha256).items()):
         with _failing(found):
             data = view.leaf(revision)
@@ -200,7 +215,8 @@ def log_checks(
                 if not leaf.has(table, digest):
                     raise LogFailure(f"the leaf of revision {revision} does not commit to {what}")
             found.ok(f"leaf of revision {revision} commits to {len(rows)} served record(s)")
-    if options.state is not None and not any(c.status == "fail" for c in found.items):
+    failed = any(c.status == "fail" for c in found.items)
+    if options.state is not None and not failed and not keep_saved:
         save_state(options.state, view.signed)
     return found.items
 

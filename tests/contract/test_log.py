@@ -198,3 +198,32 @@ def test_state_catches_a_log_rebuilt_differently(private_gateway: Gateway, tmp_p
     assert "history rewritten" in out
     assert base64.b64encode(edge.root()).decode() not in state.read_text()  # not saved
     assert orjson.loads(out.splitlines()[-1])["ok"] is False
+
+
+def test_state_keeps_a_newer_checkpoint_when_the_served_log_is_behind(
+    private_gateway: Gateway, tmp_path: Path
+) -> None:
+    """A gateway whose mirror lags serves an older checkpoint of the same log: `--state` reports
+    it as a notice (exit 0), not "history rewritten", and keeps the newer checkpoint it saved,
+    so the next run against an up-to-date gateway is checked against that one."""
+    key = vkey(private_gateway)
+    obs_id = latest_id(private_gateway)
+    state = tmp_path / "seen"
+    assert verify(private_gateway, obs_id, "--vkey", key, "--state", str(state))[0] == 0
+    served = note.parse_checkpoint(note.open_note(state.read_text(), note.parse_verifier_key(key)))
+    from cryptography.hazmat.primitives import serialization
+
+    private = serialization.load_pem_private_key(
+        (private_gateway.home / "log.key").read_bytes(), password=None
+    )
+    newer = note.Checkpoint(served.origin, served.size + 1, bytes(32)).text
+    saved = note.sign(newer, served.origin, private)  # type: ignore[arg-type]
+    state.write_text(saved)
+    code, out, _ = verify(private_gateway, obs_id, "--vkey", key, "--state", str(state))
+    assert code == 0, out
+    *plain, last = out.splitlines()
+    behind = [line for line in plain if "is behind the checkpoint" in line]
+    assert len(behind) == 1 and f"of {served.size + 1} seen before" in behind[0], out
+    assert not any(line.startswith("FAIL") for line in plain), out
+    assert [f["level"] for f in orjson.loads(last)["findings"]] == ["notice"]
+    assert state.read_text() == saved  # never rolled back to the older checkpoint
