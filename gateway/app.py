@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from sanic import Request, Sanic
-from sanic.exceptions import MethodNotAllowed
+from sanic.exceptions import MethodNotAllowed, NotFound
 from sanic.response import HTTPResponse
 
 from builder.core.settings import Settings, load_settings
@@ -132,9 +132,23 @@ def setup_errors(app: Sanic) -> None:
 
     @app.exception(Exception)
     async def render_error(request: Request, exception: Exception) -> HTTPResponse:
-        if isinstance(exception, MethodNotAllowed) and is_preflight(request):
-            return preflight(request)
+        if isinstance(exception, MethodNotAllowed):
+            if not is_route(app, request.path):
+                # Sanic's router checks the method before the trailing slash: another method
+                # on ``/v1/coverage/`` must not be a 405 whose Allow offers a GET that is a 404.
+                exception = NotFound(f"Requested URL {request.path} not found")
+            elif is_preflight(request):
+                return preflight(request)
         return await recorded(request, error_response(request, exception))
+
+
+def is_route(app: Sanic, path: str) -> bool:
+    """Whether a GET of ``path`` finds a route (strict slashes)."""
+    try:
+        app.router.get(path, "GET", None)
+    except NotFound:
+        return False
+    return True
 
 
 def setup_routes(app: Sanic) -> None:

@@ -58,6 +58,9 @@ class GatewayHttp(Http):
         """Sanic's reading of the head; then a request from the edge (``X-Fxev-Edge``) is marked,
         and its auth step made into the request it authorises (:func:`gateway.edge.arrive`)."""
         await super().http1_request_header()
+        # Methods are case-sensitive (RFC 9110 9.1): Sanic drops the body of ``head`` too, while
+        # routing answers it 405 with a body its Content-Length announces.
+        self.head_only = self.request.method == "HEAD"
         if edge.CREDENTIAL in self.request.headers:
             edge.arrive(self)
 

@@ -24,7 +24,8 @@ DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 REVISION = re.compile(r"[1-9][0-9]*")
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 INSTANT = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:[0-9]{2})"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?"
+    r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"  # an offset: hours 00-23, minutes 00-59
 )
 # Digits of a second's fraction beyond the microsecond (.NET writes 7, Java and Go 9): cut, which
 # answers alike, since every ts_commit is a whole microsecond.

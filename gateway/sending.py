@@ -147,6 +147,9 @@ def etag_matches(request: Request, etag: str) -> bool:
     header = request.headers.get("if-none-match")
     if header is None:
         return False
+    lines = request.headers.getall("if-none-match")
+    if len(lines) > 1:  # a list over several field lines is one list (RFC 9110 5.3)
+        header = ",".join(lines)
     candidates = [c.strip().removeprefix("W/") for c in header.split(",")]
     return "*" in candidates or etag in candidates
 
