@@ -46,7 +46,7 @@ from builder.core import clock
 from builder.core.arguments import OneLineParser
 from builder.core.business_days import today_in_lima
 from builder.core.errors import FxevError, NotFound, translate_environment
-from builder.core.settings import Settings, load_settings
+from builder.core.settings import Settings, http_url, load_settings
 from builder.publish.build import Builder
 from builder.publish.logcli import add_log_commands, log_signer
 from builder.publish.warc import export_warc
@@ -235,6 +235,14 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     return verdict.exit_code
 
 
+def source_url(raw: str) -> str:
+    """``--url``: an http(s) URL with a host, or a usage error (nothing opened, nothing written)."""
+    try:
+        return http_url(raw)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="fxev", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -248,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     capture.add_argument(
         "--url",
+        type=source_url,
         help="instead of the configured one: the text file's URL, or the central bank API's base",
     )
     capture.set_defaults(handler=cmd_capture)
@@ -292,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--to", dest="end", required=True, metavar="YYYY-MM-DD", help="last date")
     backfill.add_argument(
         "--url",
+        type=source_url,
         help="centralbank: the API's base instead of the configured one; taxauth_txt: the "
         "endpoint that answered the saved file (default: the documented one)",
     )

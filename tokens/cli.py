@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
 import sys
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
@@ -25,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from builder.core.canonical import iso_date
 from builder.core.errors import NotFound, RemoteError
 from tokens.redis_store import RedisTokenStore
 from tokens.store import TOKENS_FILE, TokenStore, check_issue
 
 if TYPE_CHECKING:
     from builder.core.settings import Settings
-
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # date.fromisoformat alone takes 2026-W38-1
 
 
 def real_now() -> datetime:
@@ -43,9 +41,7 @@ def real_now() -> datetime:
 def parse_expires(raw: str) -> date:
     """``--expires YYYY-MM-DD``; anything else is an argparse error."""
     try:
-        if not _DATE.fullmatch(raw):
-            raise ValueError(raw)
-        return date.fromisoformat(raw)
+        return iso_date(raw)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {raw!r}") from None
 

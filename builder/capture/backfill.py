@@ -36,7 +36,6 @@ next capture does (docs/decisions.md#alerts).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -48,6 +47,7 @@ from builder.capture.centralbank import CENTRALBANK, read_range, requested_dates
 from builder.capture.record import record_failure, record_rates
 from builder.capture.run import Answer, CaptureResult, Run, SavedAnswer, SourceSpec, Stores
 from builder.core.business_days import business_days_between, expected_series_date
+from builder.core.canonical import iso_date
 from builder.core.errors import NotFound, UsageError
 from builder.core.settings import Settings
 from builder.sources import centralbank, taxauth_monthly
@@ -57,7 +57,6 @@ BACKFILL_SOURCES = ("taxauth_txt", "centralbank")
 TAXAUTH_MONTHLY = SourceSpec(
     taxauth_monthly.FUENTE, taxauth_monthly.SERIE, taxauth_monthly.PARSER_VERSION
 )
-_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 class BackfillError(UsageError, ValueError):
@@ -71,9 +70,7 @@ class SavedFileUnreadable(BackfillError, NotFound):
 def parse_date(raw: str, option: str) -> date:
     """A ``YYYY-MM-DD`` option value."""
     try:
-        if not _ISO_DATE.fullmatch(raw):
-            raise ValueError
-        return date.fromisoformat(raw)
+        return iso_date(raw)
     except ValueError:
         raise BackfillError(f"{option} {raw!r} is not a date YYYY-MM-DD") from None
 

@@ -84,7 +84,7 @@ def write_cotejos(
 ) -> list[Pair]:
     """Cross-check every pair touched by this write: publications whose valid observation
     changed, closes whose valid observation changed, and dates newly declared ``n.d.``."""
-    declared = {date.fromisoformat(d) for d in registry.declared_no_data_at(CIERRE, tx.revision)}
+    declared = declared_without_close(registry, tx.revision)
     to_check = set(publicado_dates)
     for close_date in cierre_dates:
         to_check.update(dates_pointing_to(close_date, declared))
@@ -104,6 +104,17 @@ def write_cotejos(
         _add(tx, close, publication, pair.resultado)
         pairs.append(pair)
     return pairs
+
+
+def declared_without_close(registry: Registry, revision: int) -> set[date]:
+    """Dates the central bank declared ``n.d.`` that have no valid close as of ``revision``: a
+    close it published later for such a date is that date's counterpart again (the declaration
+    is kept in the manifest, but no longer moves anything)."""
+    return {
+        date.fromisoformat(day)
+        for day in registry.declared_no_data_at(CIERRE, revision)
+        if registry.valid_observation(CURRENCY, CIERRE, day) is None
+    }
 
 
 def _add(tx: WriteTransaction, mine: Observation, theirs: Observation, resultado: str) -> None:

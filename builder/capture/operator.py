@@ -12,7 +12,7 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from builder.capture.run import CaptureResult, DateOutcome, Stores
-from builder.core.canonical import canonical_rate, utc_timestamp
+from builder.core.canonical import canonical_rate, iso_date, utc_timestamp
 from builder.core.errors import UsageError
 from builder.core.vocabulary import CURRENCY, SERIES
 from builder.registry.records import Annotation, Execution, SeriesSwitch
@@ -66,7 +66,7 @@ def parse_annotation(
 ) -> AnnotationRequest:
     """Check an annotation's fields (pure); values become canonical 3-decimal text."""
     try:
-        day = date.fromisoformat(fecha.strip())
+        day = iso_date(fecha.strip())
     except ValueError:
         raise OperatorError(f"--fecha {fecha!r} is not a date YYYY-MM-DD") from None
     if serie is not None and serie not in SERIES:

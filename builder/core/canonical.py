@@ -6,12 +6,21 @@ Money never passes through floating point: raw text -> ``Decimal`` -> half-up to
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import ROUND_HALF_UP, Context, Decimal
 from urllib.parse import quote
 
 THREE_PLACES = Decimal("0.001")
 _DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.([0-9]+))?")  # ASCII digits only
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def iso_date(raw: str) -> date:
+    """A calendar date written ``YYYY-MM-DD``, the one form dates take in fxev; ValueError for
+    anything else (``date.fromisoformat`` alone also takes ``20260901`` and ``2026-W36-2``)."""
+    if not _ISO_DATE.fullmatch(raw):
+        raise ValueError(f"{raw!r} is not a date YYYY-MM-DD")
+    return date.fromisoformat(raw)
 
 
 def canonical_rate(raw: str) -> str:

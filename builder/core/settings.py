@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from builder.core.errors import ConfigurationError
 
@@ -228,6 +229,29 @@ def _default(name: str) -> str:
     return default
 
 
+def http_url(raw: str) -> str:
+    """``raw`` when it is an http(s) URL with a host; ValueError naming it otherwise. A source's
+    URL mistyped is the operator's error, refused before anything is written, never recorded as
+    the source being down."""
+    try:
+        parts = urlsplit(raw)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{raw!r} is not an http(s) URL with a host")
+    return raw
+
+
+def _url(environ: Mapping[str, str], name: str) -> str:
+    raw = environ.get(name) or _default(name)
+    try:
+        return http_url(raw)
+    except ValueError as error:
+        raise SettingsError(f"{name}: {error}") from None
+
+
 def _int(environ: Mapping[str, str], name: str, minimum: int = 0) -> int:
     raw = environ.get(name, "").strip() or _default(name)
     try:
@@ -286,8 +310,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
     return Settings(
         home=Path(environ.get("FXEV_HOME") or _default("FXEV_HOME")),
         site=Path(environ.get("FXEV_SITE") or _default("FXEV_SITE")),
-        taxauth_url=environ.get("FXEV_TAXAUTH_URL") or _default("FXEV_TAXAUTH_URL"),
-        centralbank_url=environ.get("FXEV_CENTRALBANK_URL") or _default("FXEV_CENTRALBANK_URL"),
+        taxauth_url=_url(environ, "FXEV_TAXAUTH_URL"),
+        centralbank_url=_url(environ, "FXEV_CENTRALBANK_URL"),
         now=parse_now(raw_now) if raw_now else None,
         rate_limit_per_min=_int(environ, "FXEV_RATE_LIMIT_PER_MIN", minimum=1),
         rate_limit_per_day=_int(environ, "FXEV_RATE_LIMIT_PER_DAY", minimum=1),

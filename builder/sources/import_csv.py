@@ -11,7 +11,7 @@ import dataclasses
 import io
 from datetime import date
 
-from builder.core.canonical import canonical_rate
+from builder.core.canonical import canonical_rate, iso_date
 from builder.core.errors import NotFound, UsageError
 from builder.core.vocabulary import CURRENCY, SERIES
 from builder.sources.common import InvariantError, ParsedRate, check_rate_invariants
@@ -55,10 +55,19 @@ def parse_import_csv(data: bytes, today_lima: date) -> list[ImportRow]:
             f"line 1: header must be fecha_serie,compra,venta[,moneda,serie]; "
             f"missing {missing or '-'}, unknown {unknown or '-'}"
         )
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise ImportFileError(f"line 1: header repeats {', '.join(repeated)}")
     rows: list[ImportRow] = []
     seen: set[tuple[str, str, str]] = set()
     for record in reader:
         number = reader.line_num
+        extra = record.pop(None, None) or []  # type: ignore[call-overload]  # cells past the header
+        given = sum(value is not None for value in record.values())  # fewer cells: None
+        if extra or given != len(header):
+            raise ImportFileError(
+                f"line {number}: {given + len(extra)} values for a header of {len(header)} columns"
+            )
         moneda = (record.get("moneda") or CURRENCY).strip()
         serie = (record.get("serie") or "publicado").strip()
         if moneda != CURRENCY:
@@ -68,7 +77,7 @@ def parse_import_csv(data: bytes, today_lima: date) -> list[ImportRow]:
                 f"line {number}: serie must be publicado or cierre, got {serie!r}"
             )
         try:
-            fecha = date.fromisoformat((record.get("fecha_serie") or "").strip())
+            fecha = iso_date((record.get("fecha_serie") or "").strip())
             compra = (record.get("compra") or "").strip()
             venta = (record.get("venta") or "").strip()
             canonical_rate(compra)

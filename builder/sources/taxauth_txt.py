@@ -23,7 +23,7 @@ PARSER_VERSION = "taxauth_txt-1.0"
 
 _DATE = re.compile(r"([0-9]{2})/([0-9]{2})/([0-9]{4})")
 _VALUE = re.compile(r"-?[0-9]+\.([0-9]+)")
-_WHITESPACE = b" \t\r\n"
+_WHITE_SPACE = " \t\r\n\f\v"  # ASCII white space and line ends (str.strip would take \x1c-\x1f too)
 
 
 def parse_taxauth_txt(body: bytes, today_lima: date) -> ParsedRate:
@@ -32,7 +32,7 @@ def parse_taxauth_txt(body: bytes, today_lima: date) -> ParsedRate:
         text = body.decode("ascii")
     except UnicodeDecodeError:
         raise SourceFormatError("body is not ASCII text (wrong encoding)") from None
-    line = text.strip(_WHITESPACE.decode())
+    line = text.strip(_WHITE_SPACE)
     if not line:
         raise SourceFormatError("body is empty")
     if "<" in line or ">" in line:
