@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from builder.core.canonical import (
     canonical_rate,
     decimal_places,
+    iso_date,
     parse_utc_timestamp,
     utc_timestamp,
 )
@@ -124,3 +125,11 @@ def test_timestamp_round_trips_to_the_same_instant(instant: datetime) -> None:
 def test_utc_timestamp_rejects_naive_datetime() -> None:
     with pytest.raises(ValueError, match="naive"):
         utc_timestamp(datetime(2026, 9, 20, 13, 5))  # noqa: DTZ001 (the point of the test)
+
+
+@pytest.mark.parametrize("raw", ["20260901", "2026-W36-2", "2026-9-1", " 2026-09-01", "2026-09-31"])
+def test_iso_date_takes_only_yyyy_mm_dd(raw: str) -> None:
+    """Python 3.11's ``date.fromisoformat`` alone takes the basic and week forms."""
+    with pytest.raises(ValueError):
+        iso_date(raw)
+    assert iso_date("2026-09-01") == date(2026, 9, 1)

@@ -42,6 +42,10 @@ def test_now_accepts_a_z_suffix():
         ("FXEV_PLAUSIBILITY_PCT", "three", "number"),
         ("FXEV_PLAUSIBILITY_PCT", "-1", ">= 0"),
         ("FXEV_SOURCES", "taxauth_txt,sbs", "unknown sources: sbs"),
+        ("FXEV_TAXAUTH_URL", "www.sunat.gob.pe/a/txt/tipoCambio.txt", "not an http"),
+        ("FXEV_TAXAUTH_URL", "file:///tmp/tipoCambio.txt", "not an http"),
+        ("FXEV_CENTRALBANK_URL", "https://", "not an http"),
+        ("FXEV_CENTRALBANK_URL", "http://127.0.0.1:80x/api", "not an http"),
     ],
 )
 def test_an_unusable_value_is_a_clear_error(name, value, message):
