@@ -23,10 +23,8 @@ home that has no direct observation yet.
 from __future__ import annotations
 
 import argparse
-import errno
 import http.server
 import os
-import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -41,10 +39,11 @@ from builder.capture.centralbank import capture_centralbank
 from builder.capture.importer import import_csv
 from builder.capture.run import Stores
 from builder.capture.taxauth import capture_taxauth_txt
-from builder.core.arguments import OneLineParser
-from builder.core.errors import Conflict, FxevError, translate_environment
+from builder.core.arguments import OneLineParser, port_number
+from builder.core.errors import FxevError, translate_environment
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import replace_durably
+from builder.ops.ports import refuse_unusable_port
 from builder.publish.build import Builder
 from builder.publish.logcli import log_signer
 from builder.publish.writer import TreeWriter
@@ -134,15 +133,7 @@ HOST, PORT = "127.0.0.1", 8000
 
 def check_port(host: str, port: int) -> None:
     """Refuse a port another process listens on (bound the way the gateway binds it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            reason = "is taken" if error.errno == errno.EADDRINUSE else f"cannot be used: {error}"
-            raise Conflict(
-                f"port {port} on {host} {reason}; pick another: make run PORT={port + 1}"
-            ) from None
+    refuse_unusable_port(host, port, f"pick another: make run PORT={port + 1}")
 
 
 def rotate_demo_token(settings: Settings) -> str:
@@ -173,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="then rotate the demo token and serve the gateway on 127.0.0.1",
     )
     parser.add_argument(
-        "--port", type=int, default=PORT, help=f"the port to serve on (default {PORT})"
+        "--port", type=port_number, default=PORT, help=f"the port to serve on (default {PORT})"
     )
     return parser
 

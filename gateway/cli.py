@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from builder.core.arguments import count_of_at_least_one, port_number
 from gateway.edge_config import DEFAULT_LISTEN, DEFAULT_UPSTREAM
 from gateway.ledger import find_entries, ledger_folder
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from builder.core.errors import NotFound
+    from builder.ops.ports import refuse_unusable_port
     from builder.tree.layout import POINTER
     from gateway.app import create_app_from_env
     from gateway.serving import serve_factory
@@ -35,6 +37,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.require_published and not (settings.site / POINTER).exists():
         where = (settings.site / POINTER).absolute()
         raise NotFound(f"no published tree at {where} (run fxev build, or set FXEV_SITE)")
+    refuse_unusable_port(args.host, args.port, "pick another with --port")
     shipper = None
     if settings.store_url is not None:  # fleet mode: the main process ships the ledger
         from gateway.shipping import Shipper
@@ -52,8 +55,8 @@ def add_serve_command(
     serve = subparsers.add_parser("serve", help="run the HTTP gateway over the published tree")
     serve.set_defaults(require_published=require_published)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on")
-    serve.add_argument("--workers", type=int, default=2, help="worker processes")
+    serve.add_argument("--port", type=port_number, default=8000, help="port to listen on")
+    serve.add_argument("--workers", type=count_of_at_least_one, default=2, help="worker processes")
     serve.set_defaults(handler=cmd_serve)
 
 

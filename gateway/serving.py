@@ -7,9 +7,11 @@ too. Sanic's worker manager restarts a worker when asked
 which runs in the main process and syncs the workers' states from their processes every tenth of
 a second: after each sync, a server worker found dead while the manager is not shutting down is
 restarted there and then, by the manager's own restart. One worker is restarted at most once a
-second, so one that cannot start is retried, not spun. The loop's step (``_sync_states``) and its
-shutdown flag are the manager's internals (Sanic 25.12): :meth:`Supervisor.install` fails at
-start if they are missing.
+second, so one that cannot start is retried, not spun. A stop signal that arrives before every
+worker acknowledged its start ends the manager's wait for them (Sanic's wait would otherwise
+spin forever). The loop's step (``_sync_states``), its acknowledgement check and its shutdown
+flag are the manager's internals (Sanic 25.12): :meth:`Supervisor.install` fails at start if
+they are missing.
 """
 
 from __future__ import annotations
@@ -75,15 +77,25 @@ class Supervisor:
 
     def install(self) -> None:
         manager = self.manager
-        if not (hasattr(manager, "_sync_states") and hasattr(manager, "_shutting_down")):
+        internals = ("_sync_states", "_shutting_down", "_all_workers_ack")
+        if not all(hasattr(manager, name) for name in internals):
             raise RuntimeError("Sanic's worker manager changed: workers cannot be supervised")
         sync = manager._sync_states
+        all_acked = manager._all_workers_ack
 
         def sync_states() -> None:
             sync()
             self.restart_dead()
 
+        def acked_or_stopping() -> bool:
+            # A stop signal before every worker said it was ready: the manager's wait for their
+            # acknowledgements would spin forever, passing its own stop message back to itself,
+            # and a worker that stopped never acknowledges. Stop waiting; the monitor loop then
+            # reads that stop message and shuts down as usual.
+            return manager._shutting_down or all_acked()
+
         manager._sync_states = sync_states  # type: ignore[method-assign]
+        manager._all_workers_ack = acked_or_stopping  # type: ignore[method-assign]
 
     def restart_dead(self) -> None:
         manager = self.manager

@@ -231,8 +231,10 @@ def run_verify(
     log: LogOptions | None,
 ) -> Verdict:
     """``fxev verify``: one observation, or every item of a saved response; lines printed."""
-    if (observacion_id is None) == (response is None):
+    if observacion_id is not None and response is not None:
         raise VerifyUsageError("verify takes an OBSERVACION_ID or --response FILE, not both")
+    if observacion_id is None and response is None:
+        raise VerifyUsageError("verify needs an OBSERVACION_ID or --response FILE: neither given")
     if not url:
         raise VerifyUsageError("verify OBSERVACION_ID and --response need the API's --url")
     if not token:

@@ -17,3 +17,34 @@ from typing import NoReturn
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def port_number(raw: str) -> int:
+    """A TCP port to listen on, 1-65535 (argparse ``type``)."""
+    return _port(raw, lowest=1)
+
+
+def port_or_free(raw: str) -> int:
+    """A TCP port to listen on, or 0 for a free one (argparse ``type``)."""
+    return _port(raw, lowest=0)
+
+
+def _port(raw: str, lowest: int) -> int:
+    try:
+        port = int(raw)
+    except ValueError:
+        port = -1
+    if not lowest <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port {lowest}-65535, got {raw!r}")
+    return port
+
+
+def count_of_at_least_one(raw: str) -> int:
+    """A count such as ``--workers``: a whole number, at least 1 (argparse ``type``)."""
+    try:
+        count = int(raw)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {raw!r}")
+    return count

@@ -252,6 +252,21 @@ def _url(environ: Mapping[str, str], name: str) -> str:
         raise SettingsError(f"{name}: {error}") from None
 
 
+def _redis_url(environ: Mapping[str, str]) -> str | None:
+    raw = environ.get("FXEV_REDIS_URL", "").strip()
+    if raw and urlsplit(raw).scheme not in ("redis", "rediss", "unix"):
+        raise SettingsError(f"FXEV_REDIS_URL must be a redis://, rediss:// or unix:// URL: {raw!r}")
+    return raw or None
+
+
+def _folder(environ: Mapping[str, str], name: str) -> Path:
+    """A folder setting; a path that exists must be a folder (it is created when missing)."""
+    path = Path(environ.get(name) or _default(name))
+    if path.exists() and not path.is_dir():
+        raise SettingsError(f"{name} {path.absolute()} is a file, not a folder")
+    return path
+
+
 def _int(environ: Mapping[str, str], name: str, minimum: int = 0) -> int:
     raw = environ.get(name, "").strip() or _default(name)
     try:
@@ -308,8 +323,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
     if unknown:
         raise SettingsError(f"FXEV_SOURCES names unknown sources: {', '.join(unknown)}")
     return Settings(
-        home=Path(environ.get("FXEV_HOME") or _default("FXEV_HOME")),
-        site=Path(environ.get("FXEV_SITE") or _default("FXEV_SITE")),
+        home=_folder(environ, "FXEV_HOME"),
+        site=_folder(environ, "FXEV_SITE"),
         taxauth_url=_url(environ, "FXEV_TAXAUTH_URL"),
         centralbank_url=_url(environ, "FXEV_CENTRALBANK_URL"),
         now=parse_now(raw_now) if raw_now else None,
@@ -325,10 +340,10 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         proxy=environ.get("FXEV_PROXY") or None,
         capture_deadline_s=_int(environ, "FXEV_CAPTURE_DEADLINE_S", minimum=1),
         store_url=environ.get("FXEV_STORE_URL") or None,
-        s3_endpoint=environ.get("FXEV_S3_ENDPOINT") or None,
+        s3_endpoint=_url(environ, "FXEV_S3_ENDPOINT") if environ.get("FXEV_S3_ENDPOINT") else None,
         mirror_interval_s=_int(environ, "FXEV_MIRROR_INTERVAL_S", minimum=1),
         cors_origins=parse_origins(environ.get("FXEV_CORS_ORIGINS", "")),
-        redis_url=environ.get("FXEV_REDIS_URL", "").strip() or None,
+        redis_url=_redis_url(environ),
         log_origin=_log_origin(environ.get("FXEV_LOG_ORIGIN", "")),
         log_vkey=environ.get("FXEV_LOG_VKEY", "").strip() or None,
         edge_lane=_address("FXEV_EDGE_LANE", environ.get("FXEV_EDGE_LANE", "")),

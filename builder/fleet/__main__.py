@@ -6,29 +6,25 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from builder.core.arguments import OneLineParser
-from builder.core.errors import Conflict, FxevError
+from builder.core.arguments import OneLineParser, port_or_free
+from builder.core.errors import FxevError
 from builder.fleet.processes import HOST, say
 from builder.fleet.topology import Topology, plan
+from builder.ops.ports import refuse_unusable_port
 
 
 def check_ports(ports: Sequence[int]) -> None:
     for port in ports:
-        with socket.socket() as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind((HOST, port))
-            except OSError:
-                raise Conflict(
-                    f"port {port} on {HOST} is taken; pick others (make fleet FLEET_PORTS=A,B"
-                    " EDGE_PORT=C, or --ports and --edge-port)"
-                ) from None
+        refuse_unusable_port(
+            HOST,
+            port,
+            "pick others (make fleet FLEET_PORTS=A,B EDGE_PORT=C, or --ports and --edge-port)",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--ports", default="8001,8002", help="the gateways' ports, one per host (default 8001,8002)"
     )
     parser.add_argument(
-        "--edge-port", type=int, default=8080,
+        "--edge-port", type=port_or_free, default=8080,
         help="the edge's port, in front of the gateways (default 8080; 0: a free one)",
     )  # fmt: skip
     return parser

@@ -153,7 +153,7 @@ def test_a_bad_verify_request_is_exit_2(fxev: Fxev) -> None:
     ran = fxev("verify", "not-a-uuid", "--url", "http://127.0.0.1:9", extra={"FXEV_TOKEN": "t"})
     assert assert_one_line(ran, code=2) == "verify: 'not-a-uuid' is not an observation id (a UUID)"
     ran = fxev("verify", "--url", "http://127.0.0.1:9", extra={"FXEV_TOKEN": "t"})
-    assert assert_one_line(ran, code=2).startswith("verify takes an OBSERVACION_ID")
+    assert assert_one_line(ran, code=2).startswith("verify needs an OBSERVACION_ID or --response")
 
 
 @pytest.mark.parametrize(
@@ -177,7 +177,7 @@ def test_a_bad_verify_request_is_exit_2(fxev: Fxev) -> None:
             "fxev token issue: error: argument --expires: expected a date YYYY-MM-DD, "
             "got '2026-02-30'",
         ),
-        (("serve", "--port", "x"), "fxev serve: error: argument --port: invalid int value: 'x'"),
+        (("serve", "--port", "x"), "fxev serve: error: argument --port: expected a port 1-65535"),
         (("frobnicate",), "fxev: error: argument command: invalid choice: 'frobnicate'"),
         (("build", "--fast"), "fxev: error: unrecognized arguments: --fast"),
     ],
@@ -199,9 +199,9 @@ def test_a_usage_error_is_one_line_exit_2_and_no_home(
     ("module", "args", "message"),
     [
         ("gateway", ("serve", "--workers", "x"),
-         "python -m gateway serve: error: argument --workers: invalid int value: 'x'"),
+         "python -m gateway serve: error: argument --workers: expected a whole number of at"),
         ("builder.demo", ("--port", "x"),
-         "python -m builder.demo: error: argument --port: invalid int value: 'x'"),
+         "python -m builder.demo: error: argument --port: expected a port 1-65535, got 'x'"),
         ("builder.fleet", ("--nonsense",),
          "python -m builder.fleet: error: unrecognized arguments: --nonsense"),
     ],
