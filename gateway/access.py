@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sanic import Request
 
 from gateway.edge import FILL
-from gateway.errors import InvalidToken, RateLimited, Unauthorized
+from gateway.errors import InvalidToken, NotReady, RateLimited, Unauthorized
 from gateway.ratelimit import now_us
 
 if TYPE_CHECKING:
@@ -84,6 +84,8 @@ async def admit_fleet(request: Request) -> None:
     token = presented_token(request)
     if token is None:
         raise Unauthorized("A bearer token is required.")
+    if request.app.ctx.secret is None:  # Redis not reached since this worker started
+        raise NotReady("The shared state is unavailable.")
     record, decision = await gate.admit_async(token, now_us())
     if record is None:
         raise InvalidToken("The token is invalid, revoked or expired.")

@@ -9,11 +9,14 @@ imports it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
+import redis
 from sanic import Request, Sanic
 from sanic.exceptions import MethodNotAllowed, NotFound
+from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
 from builder.core.settings import Settings, load_settings
@@ -22,6 +25,7 @@ from builder.tree.reader import TreeReader
 from gateway import edge, pagetoken
 from gateway.access import admit, admit_fleet
 from gateway.edge_lane import AuthLane, start_lane, stop_lane
+from gateway.errors import NotReady
 from gateway.explorer import setup_explorer
 from gateway.fleet_limits import EDGE_SECRET_KEY, FleetAlerts, RedisGate
 from gateway.http1 import GatewayProtocol
@@ -35,6 +39,7 @@ from tokens.cache import CachedTokenCheck
 from tokens.store import TokenStore
 
 APP_NAME = "fxev_gateway"
+SECRETS_RETRY_S = 0.5  # how often a gateway that started while Redis was down tries it again
 METHODS = ["GET", "HEAD"]
 
 
@@ -81,8 +86,7 @@ def setup_stores(app: Sanic) -> None:
         if settings.redis_url:  # fleet mode: tokens, limits, page secret in Redis
             app.ctx.fleet = RedisGate.open(settings.redis_url, limits)
             app.ctx.tokens = app.ctx.token_check = app.ctx.limiter = app.ctx.fleet
-            app.ctx.secret = app.ctx.fleet.page_secret()
-            app.ctx.edge_secret = app.ctx.fleet.page_secret(EDGE_SECRET_KEY).hex()
+            app.ctx.secret = app.ctx.edge_secret = None  # until Redis answers: 503
             app.ctx.alerts = FleetAlerts(app.ctx.fleet.client)
         else:
             app.ctx.tokens = TokenStore.open(settings.home)
@@ -103,12 +107,14 @@ def setup_stores(app: Sanic) -> None:
             lane = AuthLane(
                 app.ctx.view,
                 app.ctx.ledger,
-                app.ctx.edge_secret,
+                app.ctx.edge_secret or "",  # in fleet mode, set once read from Redis
                 token_check=app.ctx.token_check,
                 limiter=app.ctx.limiter,
                 fleet=app.ctx.fleet,
             )
             app.ctx.lane, app.ctx.lane_server = lane, await start_lane(lane, settings.edge_lane)
+        if app.ctx.fleet is not None:
+            await read_shared_secrets(app)
 
     @app.after_server_stop
     async def close_stores(app: Sanic) -> None:
@@ -122,6 +128,39 @@ def setup_stores(app: Sanic) -> None:
         app.ctx.alerts.close()
         if app.ctx.ledger is not None:
             app.ctx.ledger.close()
+
+
+async def read_shared_secrets(app: Sanic) -> None:
+    """Fleet mode: the page-token secret and the edge's credential, from Redis. A worker that
+    starts while Redis is down must not fail its start (Sanic would stop the whole gateway):
+    it serves, answering 503 ``INTERNAL`` to what needs Redis (:func:`admit_fleet`), and reads
+    them in the background once Redis answers."""
+    fleet: RedisGate = app.ctx.fleet
+
+    def read() -> tuple[bytes, str]:
+        return fleet.page_secret(), fleet.page_secret(EDGE_SECRET_KEY).hex()
+
+    async def read_when_back() -> None:
+        while True:
+            await asyncio.sleep(SECRETS_RETRY_S)
+            try:
+                found = await asyncio.to_thread(read)
+            except (redis.RedisError, NotReady):
+                continue
+            keep(*found)
+            error_logger.info("Redis answers again: the shared secrets are read")
+            return
+
+    def keep(secret: bytes, edge_secret: str) -> None:
+        app.ctx.secret, app.ctx.edge_secret = secret, edge_secret
+        if app.ctx.lane is not None:
+            app.ctx.lane.credential = edge_secret.encode("ascii")
+
+    try:
+        keep(*read())
+    except (redis.RedisError, NotReady) as error:
+        error_logger.warning("Redis unreachable at start (%s): 503 until it answers", error)
+        app.add_task(read_when_back(), name="fxev_shared_secrets")
 
 
 def setup_errors(app: Sanic) -> None:

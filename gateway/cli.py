@@ -64,6 +64,7 @@ def cmd_requests_show(args: argparse.Namespace, settings: Settings) -> int:
     from contextlib import closing
 
     from builder.core.errors import NotFound
+    from gateway.shipping import KEYS as SHIPPED
     from gateway.shipping import find_everywhere, object_store
 
     folder = ledger_folder(settings.home)
@@ -74,6 +75,11 @@ def cmd_requests_show(args: argparse.Namespace, settings: Settings) -> int:
         entries = find_entries(folder, args.id)
     else:  # fleet mode: the local files, if any, and what every host shipped
         with closing(object_store(settings)) as store:
+            if not folder.is_dir() and not store.list_keys(SHIPPED):
+                raise NotFound(
+                    f"no request ledger at {folder.absolute()}, nor any shipped under"
+                    f" {store.where(SHIPPED)}"
+                )
             entries = find_everywhere(folder if folder.is_dir() else None, store, args.id)
     if not entries:
         print(f"fxev: no ledger entry has the request id {args.id}", file=sys.stderr)

@@ -56,8 +56,10 @@ AUTH, FILL, REPLAY = "auth", "fill", "replay"
 def has_credential(request: Request) -> bool:
     """Whether the request carries this installation's edge credential."""
     given = request.headers.getone(CREDENTIAL, "")
-    secret: str = request.app.ctx.edge_secret
-    return bool(given) and hmac.compare_digest(given.encode(), secret.encode())
+    secret: str | None = request.app.ctx.edge_secret  # None: in fleet mode, Redis not reached yet
+    return (
+        bool(given) and secret is not None and hmac.compare_digest(given.encode(), secret.encode())
+    )
 
 
 def arrive(http: Http) -> None:

@@ -91,6 +91,9 @@ class Publication:
     fingerprint: str | None  # the templates' fingerprint the map names
     observation_pages: dict[str, str]  # "<observation id>.<R>" -> SHA-256 of the page
     invalidations: dict[str, str]  # "<N>" -> SHA-256 of invalidations/<N>.json
+    # "<name under log/>" -> SHA-256, for the log files this publication added that no Merkle
+    # root pins: the checkpoint, the verifier key, rows lists (none in a store published before)
+    log: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def encode(self) -> bytes:
         return orjson.dumps(dataclasses.asdict(self), option=orjson.OPT_SORT_KEYS)
@@ -105,6 +108,7 @@ class Publication:
             fingerprint=value["fingerprint"],
             observation_pages=dict(value["observation_pages"]),
             invalidations=dict(value["invalidations"]),
+            log=dict(value.get("log") or {}),
         )
 
 

@@ -12,6 +12,7 @@ existed has no checkpoint: the mirror then skips the log.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from builder.tree.layout import LOG
 from builder.tree.log import CHECKPOINT, CHECKPOINTS, KEY, ROWS, LogReader
 
 Fetch = Callable[[str], bytes | None]
+TILES = "tile/"  # tiles and entry bundles, under log/
 
 
 def changed_tiles(base: int, head: int) -> list[tiles.Tile]:
@@ -57,11 +59,29 @@ def log_keys(site: Path, base: int, head: int) -> list[str]:
     return [f"{LOG}/{name}" for name in [*names, f"{CHECKPOINTS}/{head}", KEY]]
 
 
-def pull_log(site: Path, held: int, head: int, fetch: Fetch, staging: Path) -> bool:
-    """Fetch and place what the log gained from ``held`` to ``head``, checked against the
-    checkpoint's root; False when the store has no log."""
+def unpinned_hashes(site: Path, added: list[str]) -> dict[str, str]:
+    """The SHA-256 of each log file in ``added`` (keys from :func:`log_keys`) that no Merkle root
+    pins, by its name under ``log/``: the checkpoint, the key, rows lists. A publication records
+    them, and a mirror checks them (the tiles it checks against the checkpoint's root)."""
+    found = {}
+    for key in added:
+        name = key.removeprefix(f"{LOG}/")
+        if not name.startswith(TILES):
+            found[name] = hashlib.sha256((site / key).read_bytes()).hexdigest()
+    return found
+
+
+def pull_log(
+    site: Path, held: int, head: int, fetch: Fetch, staging: Path, recorded: dict[str, str]
+) -> bool:
+    """Fetch and place what the log gained from ``held`` to ``head``; False when the store has
+    no log. Nothing is placed unless: every file ``recorded`` names (by the publications since
+    ``held``) has its SHA-256 there; the key is the one the site already holds, if any; the
+    checkpoint carries the key's signature; and the tiles lead to the checkpoint's root."""
     signed = fetch(f"{LOG}/{CHECKPOINTS}/{head}")
     if signed is None:
+        if f"{CHECKPOINTS}/{head}" in recorded:
+            raise IntegrityError(f"the store's log lacks {CHECKPOINTS}/{head}")
         return False
     start = log_base(site, held)
     got: dict[str, bytes] = {}
@@ -70,11 +90,15 @@ def pull_log(site: Path, held: int, head: int, fetch: Fetch, staging: Path) -> b
         if data is None:
             raise IntegrityError(f"the store's log lacks {tile.path}")
         got[tile.path] = data
+    rows: dict[str, bytes | None] = {}  # a revision without a rows list has none: None
     for number in range(start + 1, head + 1):
-        data = fetch(f"{LOG}/{ROWS}/{number}")
+        rows[f"{ROWS}/{number}"] = data = fetch(f"{LOG}/{ROWS}/{number}")
         if data is not None:
             got[f"{ROWS}/{number}"] = data
     key = fetch(f"{LOG}/{KEY}")
+    check_recorded({f"{CHECKPOINTS}/{head}": signed, KEY: key, **rows}, recorded)
+    if key is not None:
+        check_key(site, signed, key)
 
     local = LogReader(site)
 
@@ -94,6 +118,30 @@ def pull_log(site: Path, held: int, head: int, fetch: Fetch, staging: Path) -> b
     if key is not None:
         replace_durably(site / LOG / KEY, key, staging=staging)
     return True
+
+
+def check_recorded(fetched: dict[str, bytes | None], recorded: dict[str, str]) -> None:
+    """Refuse a fetched log file whose SHA-256 is not the one its publication recorded (tiles
+    are not recorded: the checkpoint's root pins them)."""
+    for name, sha256 in recorded.items():
+        if name not in fetched:
+            continue  # a rows list of a revision this mirror already holds
+        data = fetched[name]
+        if data is None or hashlib.sha256(data).hexdigest() != sha256:
+            raise IntegrityError(
+                f"the store's log/{name} does not match the SHA-256 {sha256} recorded for it"
+            )
+
+
+def check_key(site: Path, signed: bytes, key: bytes) -> None:
+    """Refuse a verifier key other than the site's own, or a checkpoint it did not sign."""
+    held = site / LOG / KEY
+    if held.exists() and held.read_bytes() != key:
+        raise IntegrityError("the store's log key is not the one this site holds")
+    try:
+        note.open_note(signed.decode(), note.parse_verifier_key(key.decode().strip()))
+    except (note.NoteError, ValueError, UnicodeDecodeError) as error:
+        raise IntegrityError(f"the store's log checkpoint does not verify: {error}") from None
 
 
 def finish_log(site: Path, held: int, head: int, staging: Path) -> None:

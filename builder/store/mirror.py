@@ -131,7 +131,8 @@ class Mirror:
         for key in (key for one in written.values() for key in one.markers):
             markers.setdefault((self.site / key).parent, []).append(self.site / key)
         parallel(mark_all, list(markers.values()), self.store.threads)
-        pull_log(self.site, held, head, self.fetch_log, self.tree.staging)
+        recorded = {k: v for p in reversed(publications) for k, v in p.log.items()}
+        pull_log(self.site, held, head, self.fetch_log, self.tree.staging, recorded)
         for revision in range(held + 1, head + 1):
             self.append(revision, self.raw[revision])
         if map_bytes is not None:

@@ -34,7 +34,7 @@ from builder.core.errors import Conflict, NotFound
 from builder.publish import sitelock
 from builder.store import keys
 from builder.store.delta import Written, objects_added
-from builder.store.logsync import log_keys
+from builder.store.logsync import log_keys, unpinned_hashes
 from builder.store.s3 import ObjectStore, parallel
 from builder.tree import explorer as stored
 from builder.tree import layout
@@ -136,7 +136,9 @@ class Publisher:
             base, head, map_bytes, previous, remote, invalidations
         )
         immutable += explorer
-        immutable += [Upload(key, self.file_reader(key)) for key in log_keys(self.site, base, head)]
+        added_to_log = log_keys(self.site, base, head)
+        immutable += [Upload(key, self.file_reader(key)) for key in added_to_log]
+        publication = dataclasses.replace(publication, log=unpinned_hashes(self.site, added_to_log))
         publication_bytes = publication.encode()
         publication_sha = keys.sha256_of(publication_bytes)
         records.append(Upload(keys.publication_key(publication_sha), constant(publication_bytes)))
