@@ -62,5 +62,6 @@ def parse_utc_timestamp(text: str) -> datetime:
 
 def header_text(value: str) -> str:
     """A text as an HTTP header value (the gateway's ``X-Identidad-Consulta``): printable ASCII
-    kept, anything else percent-encoded."""
-    return "".join(c if 32 <= ord(c) < 127 else quote(c, safe="") for c in value)
+    kept but ``%``, anything else percent-encoded (UTF-8), so percent-decoding the header gives
+    the text back exactly, a URL's own ``%20`` included (sent as ``%2520``)."""
+    return "".join(c if 32 <= ord(c) < 127 and c != "%" else quote(c, safe="") for c in value)

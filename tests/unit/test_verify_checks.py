@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import urllib.parse
 from typing import Any
 
 import pytest
@@ -149,6 +150,9 @@ def test_no_recording_event_is_a_failure() -> None:
 
 def test_identity_header_is_compared_percent_encoded_as_the_gateway_sends_it() -> None:
     assert header_text("IMPORT año.csv") == "IMPORT a%C3%B1o.csv"
+    sent = "GET http://h/a%20b?q=ñ"
+    assert header_text(sent) == "GET http://h/a%2520b?q=%C3%B1"
+    assert urllib.parse.unquote(header_text(sent)) == sent
 
 
 # -- values ----------------------------------------------------------------------------------
