@@ -45,7 +45,7 @@ from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
 from builder.core.arguments import OneLineParser
 from builder.core.business_days import today_in_lima
-from builder.core.errors import FxevError, NotFound, translate_environment
+from builder.core.errors import FxevError, NotFound, UsageError, translate_environment
 from builder.core.settings import Settings, http_url, load_settings
 from builder.publish.build import Builder
 from builder.publish.logcli import add_log_commands, log_signer
@@ -204,6 +204,10 @@ def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
+    target = Path(args.file)
+    if not args.file.strip() or target.is_dir() or (target.exists() and not target.is_file()):
+        # The export replaces its file by a rename: never a folder, a device or a pipe.
+        raise UsageError(f"export warc writes a regular file; {args.file!r} is not one")
     require_registry(settings)
     with open_stores(settings) as stores:
         summary = export_warc(stores.registry, stores.blobs, Path(args.file))

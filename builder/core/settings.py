@@ -267,12 +267,14 @@ def _folder(environ: Mapping[str, str], name: str) -> Path:
     return path
 
 
+_DIGITS = re.compile(r"-?[0-9]+")
+
+
 def _int(environ: Mapping[str, str], name: str, minimum: int = 0) -> int:
     raw = environ.get(name, "").strip() or _default(name)
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if not _DIGITS.fullmatch(raw):  # int() alone also takes "1_000" and non-ASCII digits
+        raise SettingsError(f"{name} must be an integer, got {raw!r}")
+    value = int(raw)
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, got {value}")
     return value
@@ -322,6 +324,8 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
     unknown = [s for s in sources if s not in KNOWN_SOURCES]
     if unknown:
         raise SettingsError(f"FXEV_SOURCES names unknown sources: {', '.join(unknown)}")
+    if not sources or len(set(sources)) != len(sources):
+        raise SettingsError(f"FXEV_SOURCES must name each source once, got {sources!r}")
     return Settings(
         home=_folder(environ, "FXEV_HOME"),
         site=_folder(environ, "FXEV_SITE"),

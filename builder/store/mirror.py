@@ -108,6 +108,11 @@ class Mirror:
             )
         local_map = self.local_map(held)
         publications = self.publications(remote[keys.PUBLICATION_FIELD], held, local_map)
+        if publications and publications[0].revision != head:  # before fetching any record
+            raise TreeCorruptError(
+                f"{self.store.where(keys.POINTER)} names revision {head}, its publication"
+                f" {publications[0].revision}; refused"
+            )
         if head == held:
             if local is not None and local["root_sha256"] != remote["root_sha256"]:
                 raise Conflict(f"the store's revision {head} is not this site's")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import os
+import stat
 from pathlib import Path
 
 import orjson
@@ -165,6 +167,33 @@ def test_cli_refuses_an_unwritable_destination(
     blocker.write_bytes(b"")
     assert cli.main(["export", "warc", str(blocker / "out.warc")]) == 1
     assert capsys.readouterr().err.startswith("fxev: export warc:")
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "empty"])
+def test_cli_writes_only_a_regular_file(
+    registry_of_every_kind: Stores,
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+) -> None:
+    """The export replaces its file by a rename: run as root, a device (``/dev/full``) or a pipe
+    there would be replaced by a regular file. Refused in one line, and left as it was."""
+    monkeypatch.setenv("FXEV_HOME", str(home))
+    target = tmp_path / "target"
+    if kind == "folder":
+        target.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(target)
+    argument = "" if kind == "empty" else str(target)
+    assert cli.main(["export", "warc", argument]) != 0
+    err = capsys.readouterr().err
+    assert err.startswith("fxev: export warc writes a regular file") and err.count("\n") == 1
+    if kind == "fifo":
+        assert stat.S_ISFIFO(target.lstat().st_mode)
+    if kind == "folder":
+        assert target.is_dir() and list(target.iterdir()) == []
 
 
 # -- pure parts ---------------------------------------------------------------------------

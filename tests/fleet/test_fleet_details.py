@@ -154,6 +154,7 @@ def answers_at_head(site: Path, head: int) -> None:
 
 TAMPER_KINDS = (
     "pointer-garbage",
+    "pointer-inflated",
     "publication",
     "page-map",
     "explorer-page",
@@ -170,6 +171,8 @@ def tamper_target(store_env: dict[str, str], kind: str) -> tuple[str, bytes]:
     head = int(pointer["revision"])
     if kind == "pointer-garbage":
         return keys.POINTER, b'{"revision": "not a pointer"'
+    if kind == "pointer-inflated":  # refused before fetching 100,000 records that are not there
+        return keys.POINTER, orjson.dumps(pointer | {"revision": head + 100_000})
     publication_sha = pointer[keys.PUBLICATION_FIELD]
     publication = keys.Publication.decode(
         store_get(store_env, keys.publication_key(publication_sha))
@@ -263,6 +266,8 @@ def test_every_kind_of_tampered_object_is_refused_on_a_first_mirror(
     assert refused.code == 1, (kind, refused.code, refused.out, refused.err)
     assert refused.out == ""
     one_line_error(refused.err)
+    if kind == "pointer-inflated":  # told by the publication, not after 100,000 record fetches
+        assert "its publication" in refused.err, refused.err
     if held is None:
         assert not (gateway_site / layout.POINTER).exists()
     else:
