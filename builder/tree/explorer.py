@@ -124,6 +124,10 @@ class ExplorerReader:
         try:
             data = read_file(os.fspath(page_path(self.site, entry[1])))
         except FileNotFoundError:
+            if self.tree.published_revision() == revision:  # not swept by a newer build
+                raise TreeCorruptError(
+                    f"explorer page {route} of revision {revision} is missing"
+                ) from None
             return None
         if hashlib.sha256(data).hexdigest() != entry[1]:
             raise TreeCorruptError(f"explorer page {route} does not match its map")
