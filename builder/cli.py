@@ -43,10 +43,10 @@ from builder.capture.operator import (
 from builder.capture.run import disk_checked, open_stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
-from builder.core.arguments import OneLineParser
+from builder.core.arguments import OneLineParser, source_url
 from builder.core.business_days import today_in_lima
 from builder.core.errors import FxevError, NotFound, UsageError, translate_environment
-from builder.core.settings import Settings, http_url, load_settings
+from builder.core.settings import Settings, load_settings
 from builder.publish.build import Builder
 from builder.publish.logcli import add_log_commands, log_signer
 from builder.publish.warc import export_warc
@@ -237,14 +237,6 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     verdict = run_verify_command(args, settings.token, args.vkey or settings.log_vkey)
     emit(verdict.to_json())
     return verdict.exit_code
-
-
-def source_url(raw: str) -> str:
-    """``--url``: an http(s) URL with a host, or a usage error (nothing opened, nothing written)."""
-    try:
-        return http_url(raw)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

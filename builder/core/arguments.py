@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from builder.core.settings import http_url
+
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
@@ -48,3 +50,12 @@ def count_of_at_least_one(raw: str) -> int:
     if count < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {raw!r}")
     return count
+
+
+def source_url(raw: str) -> str:
+    """A source's ``--url``: an http(s) URL with a host, or a usage error (nothing opened,
+    nothing written)."""
+    try:
+        return http_url(raw)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

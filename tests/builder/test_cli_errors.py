@@ -252,7 +252,7 @@ def test_a_corrupt_registry(fxev: Fxev, home: Path) -> None:
 def test_an_export_onto_a_folder(fxev: Fxev, imported: int, tmp_path: Path) -> None:
     (tmp_path / "folder.warc").mkdir()
     message = assert_one_line(fxev("export", "warc", str(tmp_path / "folder.warc")))
-    assert message.startswith("export warc: [Errno 21] Is a directory")
+    assert message.startswith("export warc writes a regular file;")
 
 
 def test_a_full_disk_in_a_subprocess_leaves_the_registry_intact(

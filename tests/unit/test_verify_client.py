@@ -115,7 +115,7 @@ def test_an_answer_missing_a_spec_field_is_exit_2_not_a_verdict(
     ("argv", "token", "message"),
     [
         (["verify", OBS, "--response", "f.json", "--url", BASE], "t", "not both"),
-        (["verify", "--url", BASE], "t", "not both"),
+        (["verify", "--url", BASE], "t", "neither given"),
         (["verify", OBS, "--url", BASE], "", "FXEV_TOKEN"),
     ],
 )
