@@ -158,8 +158,9 @@ http {
     # makes the ETag weak and adds Vary: Accept-Encoding. The maps below predict when it does
     # (status 200/403/404, one of those types, HTTP/1.1, and "gzip" accepted as nginx reads
     # Accept-Encoding: the first "gzip" token, bare or with ";q=" of a non-zero value of at most
-    # three decimals), to drop the identity body's Repr-Digest from exactly those answers. A HEAD
-    # has no body, so no Repr-Digest, as from the gateway (the cache answers it from a GET's).
+    # three decimals; the type bare or followed by ";charset=..." only, as nginx matches it), to
+    # drop the identity body's Repr-Digest from exactly those. A HEAD, or a 304 nginx makes from
+    # a cached 200, has no body, so no Repr-Digest, as from the gateway.
     gzip on;
     gzip_types application/json;
     gzip_min_length 1;
@@ -172,10 +173,11 @@ http {
     }
     map "$fxev_gzip_accepted $server_protocol $status $sent_http_content_type" $fxev_gzipped {
         default 0;
-        "~*^1 HTTP/1\\.1 (200|403|404) (application/json|text/html)( *;.*)?$" 1;
+        "~*^1 HTTP/1\\.1 (200|403|404) (application/json|text/html)(;\\s*charset=[^;]*)?$" 1;
     }
-    map "$request_method $fxev_gzipped" $fxev_repr_digest {
+    map "$request_method $status $fxev_gzipped" $fxev_repr_digest {
         "~^HEAD " "";
+        "~ 304 " "";
         "~ 1$" "";
         default $upstream_http_repr_digest;
     }
@@ -268,6 +270,7 @@ http {
         # it: X-Request-Id, X-Fxev-Etag) or 401 (anything else, carried whole in X-Fxev-Answer).
         location = /_fxev_auth {
             internal;
+            error_page 404 = @fxev_pass;  # asked from outside: the gateway's own 404
             proxy_pass http://fxev_gateways@@AUTH_PATH@@;
 @@AUTH_HEADERS@@
         }@@LANE_LOCATIONS@@
@@ -340,6 +343,7 @@ LANE_LOCATIONS = """
         # (as the full step would) or 403 (take the full step), having counted nothing.
         location = /_fxev_lane {
             internal;
+            error_page 404 = @fxev_pass;
             proxy_pass http://fxev_lanes@@AUTH_PATH@@;
             proxy_next_upstream error timeout;
 @@AUTH_HEADERS@@
@@ -383,15 +387,8 @@ CACHED = """\
 # An immutable route: checked per request by the auth step, then served from the cache.
 IMMUTABLE = "@@CHECK@@@@CACHED@@"
 
-BLOCKS = {
-    "IMMUTABLE": IMMUTABLE,
-    "CACHED": CACHED,
-    "FULL_STEP": FULL_STEP,
-    "AUTH_HEADERS": AUTH_HEADERS,
-    "PASSED": _PASSED,
-    "DIGEST": _DIGEST,
-    "STRIP": _STRIP,
-    "UPSTREAM_HEADERS": _UPSTREAM_HEADERS,
-}
+BLOCKS = {"IMMUTABLE": IMMUTABLE, "CACHED": CACHED, "FULL_STEP": FULL_STEP}
+BLOCKS |= {"AUTH_HEADERS": AUTH_HEADERS, "PASSED": _PASSED, "DIGEST": _DIGEST, "STRIP": _STRIP}
+BLOCKS["UPSTREAM_HEADERS"] = _UPSTREAM_HEADERS
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
 LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}

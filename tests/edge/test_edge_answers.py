@@ -1,0 +1,685 @@
+"""The shipped edge's answers beside the gateway's (docs/decisions.md section 12, with the parts of
+sections 5 and 9 it refers to): real nginx running what ``fxev edge config`` prints, in front of
+two real gateways (two workers each) over a private copy of the demo, on 127.0.0.1, with and
+without the gateways' auth lanes. Every request is sent to the edge and, the same, straight to a
+gateway, and the two answers are compared: status, body (but a fresh ``request_id``), the API's
+headers, the ledger entry. Each test names the rule it checks.
+
+What tests/edge/test_edge.py, tests/edge/test_edge_rules.py and the contract tests already check
+is not repeated; what docs/operating/edge.md#limits lists is not reported.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import gzip
+import hashlib
+import socket
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+import requests
+
+from builder.demo import local_source
+from gateway.ledger import ledger_folder, read_entries, shown
+from tests.contract.conftest import copy_demo, fxev, ledger_entries
+from tests.edge.conftest import Running, edge_in_front
+from tests.support.edge import start_edge
+from tokens.store import TokenStore, parse_token_id
+
+ORIGIN = "https://a.example"
+SEPTEMBER = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-30"
+AS_OF = SEPTEMBER + "&as_of_revision=5"
+LATEST = "/v1/rates/latest?currency=USD&series=publicado"
+IDENTITY = {"Accept-Encoding": "identity"}
+# The connection's and the edge's own headers (section 12 allows X-Cache; Date is each server's
+# own; the request id must be fresh and is compared with the body's separately).
+NOT_API = {
+    "x-request-id",
+    "date",
+    "x-cache",
+    "server",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+}
+
+
+# -- the topology ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Front:
+    env: dict[str, str]
+    running: Running
+    base: Path
+
+    @property
+    def home(self) -> Path:
+        return Path(self.env["FXEV_HOME"])
+
+    @property
+    def edge_url(self) -> str:
+        return self.running.edge.base_url
+
+    @property
+    def gateway_url(self) -> str:
+        return self.running.gateways[0].base_url
+
+    def token(self, name: str = "client", expires: date | None = None) -> str:
+        unique = f"{name}-{uuid.uuid4().hex[:8]}"
+        issued_at = datetime(2019, 12, 31, tzinfo=UTC) if expires else datetime.now(UTC)
+        with TokenStore.open(self.home) as store:
+            return store.issue(unique, expires, issued_at).token_text
+
+    def recorded(self) -> dict[str, list[dict[str, object]]]:
+        """Every entry `fxev requests show` would show, by X-Request-Id (read in bulk: one
+        `fxev requests show` per request would take minutes)."""
+        out: dict[str, list[dict[str, object]]] = {}
+        for entry in shown(read_entries(ledger_folder(self.home))):
+            out.setdefault(str(entry.get("x_request_id")), []).append(entry)
+        return out
+
+    def revoke(self, token: str) -> None:
+        with TokenStore.open(self.home) as store:
+            store.revoke(parse_token_id(token) or "", datetime.now(UTC))
+
+    def ask(
+        self,
+        base: str,
+        path: str,
+        token: str | None = None,
+        method: str = "GET",
+        **headers: str,
+    ) -> Answer:
+        sent = dict(headers)
+        if token is not None:
+            sent["Authorization"] = f"Bearer {token}"
+        resp = requests.request(method, base + path, headers=sent, timeout=20, stream=True)
+        wire = resp.raw.read(decode_content=False)
+        multi: dict[str, list[str]] = {}
+        for name, value in resp.raw.headers.items():
+            multi.setdefault(name.lower(), []).append(value)
+        return Answer(resp.status_code, multi, wire, method)
+
+    def edge(self, path: str, token: str | None = None, method: str = "GET", **h: str) -> Answer:
+        return self.ask(self.edge_url, path, token, method, **h)
+
+    def direct(self, path: str, token: str | None = None, method: str = "GET", **h: str) -> Answer:
+        return self.ask(self.gateway_url, path, token, method, **h)
+
+
+@dataclasses.dataclass
+class Answer:
+    status: int
+    headers: dict[str, list[str]]  # lower-case names, every field line
+    wire: bytes  # the body as sent (maybe gzip)
+    method: str
+
+    def one(self, name: str) -> str | None:
+        values = self.headers.get(name.lower())
+        return None if not values else ", ".join(values)
+
+    @property
+    def body(self) -> bytes:
+        """The identity body."""
+        if self.one("content-encoding") == "gzip":
+            return gzip.decompress(self.wire)
+        return self.wire
+
+    def json(self) -> dict[str, object]:
+        return orjson.loads(self.body)
+
+    def api_headers(self) -> dict[str, list[str]]:
+        """The API's headers; ``Vary: Accept-Encoding`` left out (see the report's ambiguities)
+        and the length and coding left out of a compressed answer (compared separately)."""
+        out = {}
+        for name, values in self.headers.items():
+            if name in NOT_API:
+                continue
+            if name == "vary":
+                values = [v for v in values if v.lower() != "accept-encoding"]
+                if not values:
+                    continue
+            out[name] = values
+        if self.one("content-encoding") == "gzip":
+            for name in ("content-encoding", "content-length", "repr-digest", "etag"):
+                out.pop(name, None)
+        return out
+
+
+@pytest.fixture(scope="module", params=["lanes", "sanic"])
+def front(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    demo_home: Path,
+) -> Iterator[Front]:
+    """Two gateways (two workers each) over one private copy of the demo with one CORS origin,
+    the edge in front, with and without auth lanes; stopped by PID."""
+    base = tmp_path_factory.mktemp("edge-answers")
+    env, _ = copy_demo(
+        demo_home,
+        base,
+        FXEV_RATE_LIMIT_PER_MIN="60",
+        FXEV_RATE_LIMIT_PER_DAY="5000",
+        FXEV_CORS_ORIGINS=ORIGIN,
+    )
+    with edge_in_front(env, base, request.param == "lanes") as running:
+        yield Front(env, running, base)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def digest_of(body: bytes) -> str:
+    return "sha-256=:" + base64.b64encode(hashlib.sha256(body).digest()).decode() + ":"
+
+
+def assert_same_answer(edge: Answer, direct: Answer, label: str = "") -> None:
+    """Section 12: the edge's answer is the gateway's: status, identity body (but the fresh
+    request id), API headers; a Repr-Digest only with an identity body, and then of its bytes;
+    a fresh X-Request-Id that a JSON error body names."""
+    assert edge.status == direct.status, (label, edge.status, edge.wire[:200], direct.wire[:200])
+    mine, theirs = edge.body, direct.body
+    is_json = (direct.one("content-type") or "").startswith("application/json")
+    if is_json and mine and edge.method != "HEAD":
+        a, b = orjson.loads(mine), orjson.loads(theirs)
+        if isinstance(a, dict) and edge.status >= 400 and "request_id" in a:
+            assert a.pop("request_id") == edge.one("x-request-id"), label
+            b.pop("request_id")
+        assert a == b, (label, mine[:300], theirs[:300])
+    else:
+        assert mine == theirs, (label, mine[:200], theirs[:200])
+    ours, gateways = edge.api_headers(), direct.api_headers()
+    if edge.one("content-encoding") == "gzip":  # compared below: coding, length, digest, ETag
+        for name in ("content-length", "repr-digest", "etag"):
+            gateways.pop(name, None)
+    if is_json and edge.status >= 400:  # each digest describes its own body (fresh request ids)
+        for which, body in ((ours, mine), (gateways, theirs)):
+            if "repr-digest" in which:
+                ok = which["repr-digest"] == [digest_of(body)]
+                which["repr-digest"] = ["of its body" if ok else "BAD"]
+    assert ours == gateways, (label, edge.status, ours, gateways)
+    if edge.one("content-encoding") == "gzip":
+        assert edge.one("repr-digest") is None, label
+    elif edge.wire and edge.method != "HEAD":
+        assert edge.one("repr-digest") == digest_of(edge.wire), label
+    rid = edge.one("x-request-id")
+    assert rid is not None and str(uuid.UUID(rid)) == rid, (label, rid)
+
+
+@dataclasses.dataclass
+class Raw:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def exchange(base_url: str, data: bytes) -> Raw:
+    """``data`` sent as it is on a fresh connection (``Connection: close``); the answer."""
+    host, _, port = base_url.removeprefix("http://").rpartition(":")
+    received = b""
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return Raw(int(status_line.split(" ")[1]), headers, body)
+
+
+def request_bytes(target: bytes, *lines: bytes) -> bytes:
+    head = [b"GET " + target + b" HTTP/1.1", b"Host: 127.0.0.1", b"Connection: close"]
+    return b"\r\n".join([*head, b"Accept-Encoding: identity", *lines, b"", b""])
+
+
+def evidence_of(front: Front, token: str) -> str:
+    latest = front.direct(LATEST, token).json()
+    detail = front.direct(f"/v1/observations/{latest['observacion_id']}", token).json()
+    return f"/v1/evidence/{detail['observacion']['evidencia_id']}"
+
+
+def log_tile(front: Front) -> str:
+    size = int(front.direct("/v1/log/checkpoint").body.decode().splitlines()[1])
+    return f"/v1/log/tile/0/000.p/{size}" if size < 256 else "/v1/log/tile/0/000"
+
+
+# -- errors of every kind, and their ledger entries ----------------------------------------------
+
+
+ERRORS = [
+    ("GET", AS_OF, "none"),  # 401, missing token
+    ("HEAD", AS_OF, "none"),
+    ("GET", AS_OF, "bogus"),  # 401 invalid_token
+    ("GET", AS_OF, "expired"),
+    ("GET", SEPTEMBER + "&as_of_revision=abc", "valid"),  # 400
+    ("HEAD", SEPTEMBER + "&as_of_revision=999", "valid"),
+    ("GET", AS_OF + "&x=1", "valid"),  # 400, unknown parameter
+    ("GET", AS_OF.replace("USD", "EUR"), "valid"),  # 404 UNSUPPORTED_CURRENCY
+    ("GET", AS_OF.replace("publicado", "nada"), "valid"),  # 404 UNSUPPORTED_SERIES
+    ("GET", AS_OF.replace("2026-09", "2019-09"), "valid"),  # 404 NO_OBSERVATIONS
+    ("GET", "/v1/evidence/not-a-uuid", "valid"),  # 422
+    ("HEAD", "/v1/evidence/not-a-uuid", "valid"),
+    ("GET", "/v1/evidence/00000000-0000-4000-8000-000000000000", "valid"),  # 404 NOT_FOUND
+    ("GET", "/v1/evidence/", "valid"),  # 404, an empty segment
+    ("GET", "/v1/rates/", "valid"),  # 404, trailing slash
+    ("POST", AS_OF, "valid"),  # 405
+    ("DELETE", "/v1/evidence/00000000-0000-4000-8000-000000000000", "valid"),
+    ("OPTIONS", AS_OF, "valid"),  # 405 (no Access-Control-Request-Method: not a preflight)
+]
+
+
+@pytest.mark.parametrize("accept", ["identity", "gzip"])
+@pytest.mark.parametrize("with_origin", [False, True], ids=["no-origin", "origin"])
+def test_errors_of_every_kind_through_the_edge_are_the_gateways_with_their_ledger_entry(
+    front: Front, accept: str, with_origin: bool
+) -> None:
+    """Section 12: "Every answer equals the gateway's (status, body bytes, API headers), except
+    that the edge adds `X-Cache` and, when the client accepts gzip, compresses" and "Every
+    answer has a fresh `X-Request-Id` ... and the ledger holds its entry". Section 5: "for every
+    response to a request with a valid token (errors, 304 and 429 included) the gateway records
+    ...". Section 9 (CORS): "a request whose `Origin` is listed ... gets
+    `Access-Control-Allow-Origin`". 400, 401 (missing, bogus, expired), 404 (each code), 405 and
+    422, GET and HEAD, on cached and passed routes, with and without a listed Origin, compared
+    with the same request sent straight to a gateway, and their ledger entries too."""
+    valid = front.token("errors")
+    tokens = {
+        "none": None,
+        "bogus": "fxev_bogus",
+        "expired": front.token("expired", expires=date(2020, 1, 1)),
+        "valid": valid,
+    }
+    sent = {"Accept-Encoding": accept, **({"Origin": ORIGIN} if with_origin else {})}
+    pairs = []
+    for method, path, which in ERRORS:
+        label = f"{method} {path} ({which})"
+        edge = front.edge(path, tokens[which], method, **sent)
+        direct = front.direct(path, tokens[which], method, **sent)
+        assert edge.status >= 400, label
+        assert_same_answer(edge, direct, label)
+        assert edge.one("x-cache") == "PASS", label
+        pairs.append((label, method, which, edge, direct))
+    ledger = front.recorded()
+    for label, method, which, edge, direct in pairs:
+        entries = ledger.get(edge.one("x-request-id") or "", [])
+        theirs = ledger.get(direct.one("x-request-id") or "", [])
+        if which != "valid":
+            assert entries == theirs == [], label
+            continue
+        assert len(entries) == len(theirs) == 1, (label, entries, theirs)
+        [mine], [other] = entries, theirs
+        sent_body = b"" if method == "HEAD" else edge.body
+        assert mine["sha256"] == hashlib.sha256(sent_body).hexdigest(), label
+        if method != "HEAD" and mine["request_id"] is not None:
+            assert mine["request_id"] == edge.json().get("request_id"), label
+        keys = ("status", "method", "path", "query", "bytes", "etag", "token_name")
+        assert {k: mine[k] for k in keys} == {k: other[k] for k in keys}, label
+    # One of them through `fxev requests show` itself.
+    last = pairs[-1][3]
+    [entry] = ledger_entries(front.env, last.one("x-request-id") or "")
+    assert entry["status"] == last.status
+
+
+def test_a_429_through_the_edge_is_the_gateways_on_cached_and_passed_routes(front: Front) -> None:
+    """Section 12: "over the limit gets 429"; section 9: "`Retry-After` = seconds until a
+    request would pass, rounded up, at least 1"; SPEC: "The client honours the `Retry-After`
+    header". Once the token is over its minute's limit, a GET and a HEAD of an as-of page, of
+    evidence and of a passed route, through the edge, are the gateway's 429 (body, headers,
+    Retry-After within a second or two of the direct one's, CORS for the listed origin),
+    recorded in the ledger."""
+    token = front.token("limit")
+    evidence = evidence_of(front, token)  # 3 counted
+    for n in range(58):  # 60 counted in this minute
+        assert front.direct(AS_OF if n % 2 else evidence, token).status == 200
+    for method, path in [("GET", AS_OF), ("HEAD", AS_OF), ("GET", evidence), ("GET", LATEST)]:
+        edge = front.edge(path, token, method, Origin=ORIGIN, **IDENTITY)
+        direct = front.direct(path, token, method, Origin=ORIGIN, **IDENTITY)
+        assert edge.status == direct.status == 429, (path, edge.status)
+        retry = (int(edge.one("retry-after") or 0), int(direct.one("retry-after") or 0))
+        assert 1 <= retry[0] <= 60 and abs(retry[0] - retry[1]) <= 2, retry
+        edge.headers.pop("retry-after")
+        direct.headers.pop("retry-after")
+        assert_same_answer(edge, direct, f"{method} {path}")
+        [entry] = ledger_entries(front.env, edge.one("x-request-id") or "")
+        assert (entry["status"], entry["method"]) == (429, method)
+
+
+# -- conditional requests and HEAD ---------------------------------------------------------------
+
+
+def test_conditional_requests_through_the_edge_are_the_gateways_on_every_route(
+    front: Front,
+) -> None:
+    """Section 5: "`If-None-Match` answers 304" (as-of, evidence); "Every other response: ...
+    `Cache-Control: no-store`, no ETag". Section 12: "Every answer equals the gateway's". The
+    same If-None-Match values (exact, weak, `*`, a list, a list with spaces, a non-matching
+    one, a lower-case `w/`) on a cached as-of page, evidence, a passed route and a public one,
+    GET and HEAD, get the gateway's status and headers through the edge."""
+    evidence = evidence_of(front, front.token("inm"))
+    for path in (AS_OF, evidence, LATEST, "/v1/health/live"):
+        token = front.token("inm")  # 31 requests a path: under the minute's 60
+        etag = front.direct(path, token, "HEAD").one("etag") or '"none"'
+        for _ in range(2):
+            front.edge(path, token, **IDENTITY)  # in the cache, where it is cached
+        values = [
+            etag,
+            "W/" + etag,
+            "*",
+            f'"a", {etag}',
+            f'"a" ,  W/{etag} , "b"',
+            '"nothing"',
+            "w/" + etag,
+        ]
+        for value in values:
+            for method in ("GET", "HEAD"):
+                label = f"{method} {path} If-None-Match: {value}"
+                edge = front.edge(path, token, method, **{"If-None-Match": value}, **IDENTITY)
+                direct = front.direct(path, token, method, **{"If-None-Match": value}, **IDENTITY)
+                if path == LATEST:  # a fresh body each time: its status and headers only
+                    assert edge.status == direct.status == 200, label
+                    continue
+                assert_same_answer(edge, direct, label)
+
+
+def test_a_304_of_the_public_log_from_the_edge_has_the_gateways_headers(front: Front) -> None:
+    """Section 12: "Every answer equals the gateway's (status, body bytes, API headers), except
+    that the edge adds `X-Cache` and ... compresses". Section 9: "Every response with a body
+    carries `Repr-Digest`" (a 304 has none, and the gateway sends none). A log tile revalidated
+    with its ETag (exact, weak or `*`) through the edge, once the edge holds it, is the
+    gateway's 304: the same headers, no `Repr-Digest` of a body that is not sent."""
+    tile = log_tile(front)
+    etag = front.direct(tile).one("etag")
+    assert etag is not None
+    for _ in range(2):
+        assert front.edge(tile, **IDENTITY).status == 200
+    for value in (etag, "W/" + etag, "*"):
+        edge = front.edge(tile, **{"If-None-Match": value}, **IDENTITY)
+        direct = front.direct(tile, **{"If-None-Match": value}, **IDENTITY)
+        assert direct.status == 304 and direct.one("repr-digest") is None
+        assert edge.status == 304, (value, edge.status)
+        assert edge.api_headers() == direct.api_headers(), (value, edge.one("x-cache"))
+
+
+# -- gzip ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "accept",
+    ["gzip", "GZIP", "gzip;q=0", "gzip; q=0.5", "identity", "*", "deflate, gzip", "br", ""],
+)
+def test_small_bodies_are_compressed_or_sent_with_their_digest_never_a_mix(
+    front: Front, accept: str
+) -> None:
+    """Section 12: when the client accepts gzip, the edge "compresses (`Content-Encoding: gzip`,
+    `Vary: Accept-Encoding`, the ETag made weak, no `Repr-Digest` describing the identity
+    body)"; otherwise the answer equals the gateway's. Section 9: "a client checks its receipt
+    by hashing the decompressed body". Small bodies (the 18-byte live probe, a 404, a 401, an
+    as-of page and its hit) with each Accept-Encoding spelling: either compressed, with no
+    Repr-Digest and a weak ETag, decompressing to the gateway's bytes, or identical to the
+    gateway's answer, Repr-Digest included."""
+    token = front.token("gzip")
+    for path, who in [
+        ("/v1/health/live", None),
+        (AS_OF.replace("USD", "EUR"), token),
+        (AS_OF, None),
+        (AS_OF, token),
+        (AS_OF, token),
+    ]:
+        sent = {"Accept-Encoding": accept}
+        edge = front.edge(path, who, **sent)
+        direct = front.direct(path, who, **sent)
+        label = f"{path} {accept!r}"
+        assert direct.one("content-encoding") is None
+        if edge.one("content-encoding") == "gzip":
+            assert "gzip" in accept.lower() and not accept.replace(" ", "").endswith("q=0"), label
+            assert edge.one("repr-digest") is None, label
+            if direct.one("etag"):
+                assert edge.one("etag") == "W/" + (direct.one("etag") or ""), label
+            assert "accept-encoding" in (edge.one("vary") or "").lower(), label
+        assert_same_answer(edge, direct, label)
+
+
+EVIDENCE_TYPES = ["text/html; foo=bar", "text/html ; charset=utf-8", "application/json; v=1"]
+
+
+@pytest.mark.parametrize("content_type", EVIDENCE_TYPES)
+def test_evidence_sent_uncompressed_keeps_its_repr_digest_whatever_its_content_type(
+    front: Front, content_type: str
+) -> None:
+    """Section 9: "Every response with a body carries `Repr-Digest` ... of the identity-coded
+    body: the same hash the ledger records, so a consumer can match its receipt. ... An edge that
+    compresses must not forward a `Repr-Digest` that describes other bytes than it sends";
+    section 12: every answer equals the gateway's but for compression. Section 11: a source's
+    answer is kept "exactly as received", its Content-Type included. Evidence whose source sent
+    a media type with a parameter (any parameter, or a space before `;`), which nginx's gzip
+    does not compress, is sent by the edge as the gateway sends it: identity body, with its
+    Repr-Digest."""
+    token = front.token("types")
+    latest = front.direct(LATEST, token).json()
+    year, month, day = str(latest["fecha_serie"]).split("-")
+    value = f"{day}/{month}/{year}"
+    line = f"{value}|{latest['compra']}|{latest['venta']}|\r\n".encode()
+    with local_source() as (local, answer):
+        answer[0] = (200, line, content_type)
+        captured = orjson.loads(
+            fxev(front.env, "capture", "--url", local + "/a/txt/tipoCambio.txt")[-1]
+        )
+    assert captured["outcome"] == "identica", captured
+    fxev(front.env, "build")
+    detail = front.direct(f"/v1/observations/{captured['observacion_id']}", token).json()
+    newest = max(detail["eventos"], key=lambda e: e["revision"])
+    path = f"/v1/evidence/{newest['evidencia_id']}"
+    direct = front.direct(path, token, **{"Accept-Encoding": "gzip"})
+    assert direct.status == 200 and direct.one("content-type") == content_type
+    assert direct.one("repr-digest") == digest_of(direct.wire)
+    for _ in range(2):  # a miss, then a hit
+        edge = front.edge(path, token, **{"Accept-Encoding": "gzip"})
+        assert edge.status == 200
+        if edge.one("content-encoding") == "gzip":
+            assert edge.one("repr-digest") is None
+            assert gzip.decompress(edge.wire) == direct.wire
+        else:
+            assert edge.wire == direct.wire
+            assert edge.one("repr-digest") == direct.one("repr-digest"), (
+                f"{content_type!r}: identity body of {len(edge.wire)} bytes sent without the "
+                f"gateway's Repr-Digest {direct.one('repr-digest')} ({edge.one('x-cache')})"
+            )
+
+
+# -- what nginx answers itself -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["if-none-match-on-two-lines", "authorization-twice", "evidence-%zz", "observations-%G0",
+     "evidence-lone-%"],
+)  # fmt: skip
+def test_what_nginx_refuses_itself_is_its_400_and_the_documented_limit(
+    front: Front, case: str
+) -> None:
+    """docs/operating/edge.md#limits: a header nginx takes once sent twice, and a malformed
+    percent-escape in the path, get nginx's own 400 (no request id, nothing recorded), where
+    the gateway alone answers them (the first `Authorization`, the `If-None-Match` lines
+    joined; the 422 of a path id that is not a UUID)."""
+    token = front.token("refused")
+    auth = b"Authorization: Bearer " + token.encode()
+    target, lines = AS_OF.encode(), [auth]
+    if case == "if-none-match-on-two-lines":
+        etag = front.direct(AS_OF, token, "HEAD").one("etag") or ""
+        lines += [b'If-None-Match: "other"', b"If-None-Match: " + etag.encode()]
+    elif case == "authorization-twice":
+        lines.append(auth)
+    else:
+        target = {"evidence-%zz": b"/v1/evidence/%zz", "observations-%G0": b"/v1/observations/%G0",
+                  "evidence-lone-%": b"/v1/evidence/%"}[case]  # fmt: skip
+    data = request_bytes(target, *lines)
+    direct = exchange(front.gateway_url, data)
+    assert direct.status == {"if-none-match-on-two-lines": 304, "authorization-twice": 200}.get(
+        case, 422
+    ), (direct.status, direct.body[:200])
+    assert "x-request-id" in direct.headers
+    edge = exchange(front.edge_url, data)
+    assert (edge.status, edge.headers.get("content-type")) == (400, "text/html"), edge.status
+    assert "x-request-id" not in edge.headers
+
+
+def test_the_edges_internal_locations_answer_as_unknown_paths_do(front: Front) -> None:
+    """Section 9: "Unknown path ...: 404 `NOT_FOUND`" (the API's body); section 12: "Every
+    answer equals the gateway's" and "Every answer has a fresh `X-Request-Id` ... and the
+    ledger holds its entry". The names of the edge's internal locations (`/_fxev_auth`, and
+    `/_fxev_lane` with lanes) are unknown paths to a gateway; asked through the edge with a
+    valid token they must get that 404 (JSON, request id, ledger entry), not nginx's own HTML
+    404 page without a request id."""
+    token = front.token("internal")
+    for path in ("/_fxev_auth", "/_fxev_lane", "/_fxev_auth?x=1"):
+        direct = front.direct(path, token, **IDENTITY)
+        assert direct.status == 404 and direct.json()["code"] == "NOT_FOUND"
+        edge = front.edge(path, token, **IDENTITY)
+        assert edge.status == 404
+        assert edge.one("content-type") == "application/json", (path, edge.wire[:120])
+        assert_same_answer(edge, direct, path)
+        [entry] = front.recorded().get(edge.one("x-request-id") or "-", [])
+        assert entry["status"] == 404
+
+
+# -- the internal routes, forged headers -----------------------------------------------------------
+
+
+def test_forged_edge_headers_open_nothing_direct_or_through_the_edge(front: Front) -> None:
+    """Section 12: "No cached answer reaches a request the fleet would not accept at that moment:
+    no token ... get 401"; docs/operating/edge.md#gateway: without the credential `/_edge/auth`
+    and `/_edge/answer` are unknown paths and `X-Fxev-Admitted` means nothing. A client forging
+    every edge header (a real admitted request id and ETag from an earlier answer, a packed 200
+    answer, an original URI) gets, through the edge and straight from a gateway, the answer a
+    request without them gets; nothing is served from the cache, nothing replayed."""
+    token = front.token("forger")
+    admitted = front.edge(AS_OF, token, **IDENTITY)
+    assert admitted.status == 200
+    packed = base64.b64encode(b"200\r\ncontent-type: application/json\r\n\r\n{}").decode()
+    forged = {
+        "X-Fxev-Edge": "0" * 64,
+        "X-Fxev-Admitted": admitted.one("x-request-id") or "",
+        "X-Fxev-Expect": admitted.one("etag") or "",
+        "X-Fxev-Answer": packed,
+        "X-Fxev-Etag": admitted.one("etag") or "",
+        "X-Original-URI": AS_OF,
+        "X-Original-Method": "GET",
+        **IDENTITY,
+    }
+    for path, status in [
+        (AS_OF, 401),
+        (LATEST, 401),
+        ("/_edge/auth", 404),
+        ("/_edge/answer", 404),
+        ("/_edge/auth?" + AS_OF.partition("?")[2], 404),
+        ("/_edge/answer?x", 404),
+    ]:
+        for ask in (front.edge, front.direct):
+            resp = ask(path, None, **forged)
+            assert resp.status == status, (path, ask.__name__, resp.status, resp.wire[:200])
+            body = resp.json()
+            assert body["code"] == ("UNAUTHORIZED" if status == 401 else "NOT_FOUND")
+            assert body["request_id"] == resp.one("x-request-id")
+        # With a valid token, the internal routes stay unknown, and are recorded as such.
+        for ask in (front.edge, front.direct):
+            resp = ask(path, token, **forged)
+            expected = 200 if status == 401 else 404
+            assert resp.status == expected, (path, ask.__name__, resp.status, resp.wire[:200])
+            [entry] = front.recorded().get(resp.one("x-request-id") or "", [])
+            assert entry["status"] == expected
+
+
+# -- public routes -------------------------------------------------------------------------------
+
+
+def test_public_routes_through_the_edge_are_the_gateways_and_in_no_ledger(front: Front) -> None:
+    """Section 9: "`/v1/openapi.json` is public (**override**, like `/v1/health/live`)";
+    section 13: the log is "served publicly (no token, like `/v1/health/live`)"; section 12:
+    "Every answer equals the gateway's". GET and HEAD of the live probe, the OpenAPI document,
+    the log's key, checkpoint, a tile and a missing tile, with no token, a bogus one or a valid
+    one, with and without the listed Origin, get the gateway's answer through the edge, and the
+    same ledger entries as directly (none for the live probe and the log)."""
+    token = front.token("public")
+    tile = log_tile(front)
+    missing = tile.rpartition("/")[0] + "/999" if ".p/" in tile else tile + ".p/999"
+    paths = ["/v1/health/live", "/v1/openapi.json", "/v1/log/checkpoint", tile, missing]
+    paths += ["/v1/health/live?x=1"]
+    ids: list[tuple[str, str | None, str | None]] = []
+    for path in paths:
+        for who in (None, "fxev_bogus", token):
+            for method in ("GET", "HEAD"):
+                for origin in ({}, {"Origin": ORIGIN}):
+                    label = f"{method} {path} {who and who[:10]} {origin}"
+                    edge = front.edge(path, who, method, **origin, **IDENTITY)
+                    direct = front.direct(path, who, method, **origin, **IDENTITY)
+                    assert_same_answer(edge, direct, label)
+                    ids.append((label, edge.one("x-request-id"), direct.one("x-request-id")))
+    ledger = front.recorded()
+    for label, mine, theirs in ids:
+        # As directly: the log and the live probe read no token, so are in no ledger (the
+        # OpenAPI document is recorded for a valid token, by the gateway as directly).
+        count = len(ledger.get(theirs or "", []))
+        assert len(ledger.get(mine or "", [])) == count, label
+        if "openapi" not in label:
+            assert count == 0, label
+
+
+# -- a token revoked, the edge restarted ---------------------------------------------------------
+
+
+def test_after_an_edge_restart_hits_are_recorded_and_refused_tokens_still_refused(
+    front: Front,
+) -> None:
+    """Section 12: "Every answer has a fresh `X-Request-Id`, cache hits included, and the ledger
+    holds its entry, with the SHA-256 of the representation"; "No cached answer reaches a
+    request the fleet would not accept at that moment: ... just-revoked token get 401". The
+    edge's cache survives a restart (docs/operating/edge.md#cache): after it, a hit (GET with
+    and without gzip, HEAD) has its own X-Request-Id, which `fxev requests show` finds with
+    the identity body's hash, and a token revoked while the edge was down, on a URL it holds,
+    gets the gateway's 401."""
+    token, doomed = front.token("restart"), front.token("doomed")
+    evidence = evidence_of(front, token)
+    for path in (AS_OF, evidence):
+        for who in (token, doomed, token):
+            assert front.edge(path, who, **IDENTITY).status == 200
+    edge = front.running.edge
+    config = (edge.prefix / "nginx.conf").read_text().removeprefix("user root;\n")
+    edge.stop()
+    front.revoke(doomed)
+    front.running.edge = start_edge(config, edge.prefix, edge.base_url, "/v1/health/live")
+    for path in (AS_OF, evidence):
+        direct = front.direct(path, token, **IDENTITY)
+        seen = set()
+        for method, accept in [("GET", "identity"), ("GET", "gzip"), ("HEAD", "identity")]:
+            resp = front.edge(path, token, method, **{"Accept-Encoding": accept})
+            assert resp.status == 200 and resp.one("x-cache") == "HIT", (path, method, accept)
+            rid = resp.one("x-request-id") or ""
+            assert rid not in seen
+            seen.add(rid)
+            [entry] = ledger_entries(front.env, rid)
+            sent = b"" if method == "HEAD" else resp.body
+            assert sent in (b"", direct.wire)
+            assert (entry["status"], entry["method"]) == (200, method)
+            assert entry["sha256"] == hashlib.sha256(sent).hexdigest()
+        refused = front.edge(path, doomed, **IDENTITY)
+        theirs = front.direct(path, doomed, **IDENTITY)
+        assert refused.status == 401
+        assert_same_answer(refused, theirs, f"revoked {path}")
+        assert refused.one("www-authenticate") == 'Bearer error="invalid_token"'
