@@ -8,6 +8,7 @@ added to them (no default ``Content-Type``).
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -109,3 +110,12 @@ def capture(
         return capture_taxauth_txt(stores, settings, now)
 
     return run
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port of 127.0.0.1 another socket listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]

@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -289,14 +288,6 @@ def test_verify_without_an_id_or_response_names_what_is_missing(tmp_path: Path) 
 
 
 # == Section 3: `fxev serve` errors are one line ==============================================
-
-
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield sock.getsockname()[1]
 
 
 def test_fxev_serve_on_a_taken_port_is_one_line_exit_1(

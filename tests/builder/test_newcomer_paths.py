@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -132,14 +131,6 @@ def test_serve_refuses_a_site_never_built(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [done.stderr.rstrip("\n")]
     assert str(tmp_path / "site_out" / "PUBLISHED") in done.stderr
     assert not (tmp_path / "site_out").exists()
-
-
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield sock.getsockname()[1]
 
 
 def test_make_run_on_a_taken_port_stops_before_any_token_changes(

@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -38,6 +37,8 @@ import requests
 
 from tests.builder.localserver import LocalServer
 from tests.builder.treefiles import tree_files
+from tests.contract.conftest import Gateway as ContractGateway
+from tests.support.cli import Ran
 
 FXEV = Path(sys.executable).with_name("fxev")
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,17 +56,6 @@ HOSTILE_CSV_NAME = 'lote <i>"1"<i> & ñ.csv'
 
 
 # -- running fxev ---------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Ran:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def last(self) -> dict[str, Any]:
-        return json.loads(self.stdout.splitlines()[-1])
 
 
 def home_env(
@@ -105,71 +95,18 @@ def issue_token(env: dict[str, str], name: str = "reader") -> str:
     return fxev(env, "token", "issue", name).stdout.splitlines()[-1].strip()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Gateway:
-    """``fxev serve`` on a free port with 2 workers; stopped by its PID."""
-
-    def __init__(self, env: dict[str, str], token: str, log: Path) -> None:
-        self.env, self.token, self.log_path = env, token, log
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> Gateway:
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [str(FXEV), "serve", "--port", str(self.port), "--workers", str(WORKERS)],
-                env=self.env,
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError("gateway exited:\n" + self.log_path.read_text(errors="replace"))
-            ready = self.log_path.read_bytes().count(b"Worker ready")
-            try:
-                live = requests.get(self.base + "/v1/health/live", timeout=1).status_code == 200
-            except requests.RequestException:
-                live = False
-            if live and ready >= WORKERS:
-                time.sleep(0.3)
-                return self
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("gateway did not start:\n" + self.log_path.read_text(errors="replace"))
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)  # the session this gateway started
-                process.wait(timeout=10)
-
-    def get(self, path: str, **headers: str) -> requests.Response:
-        sent = {"Authorization": f"Bearer {self.token}", **headers}
-        return requests.get(self.base + path, headers=sent, timeout=20)
+class Gateway(ContractGateway):
+    """The contract suite's gateway (2 workers, a free port, stopped by its PID), also asked
+    for the explorer's pages."""
 
     def page(self, path: str) -> requests.Response:
-        return self.get(path, Accept="text/html")
+        return self.get(path, headers={"Accept": "text/html"})
 
 
 @contextlib.contextmanager
 def running(env: dict[str, str], token: str, log: Path) -> Iterator[Gateway]:
-    gateway = Gateway(env, token, log).start()
+    gateway = Gateway(env=env, token=token, log_path=log)
+    gateway.start()
     try:
         yield gateway
     finally:
@@ -435,7 +372,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         ids.add(r["observacion_id"])
         assert fxev(env, "build").last["published_revision"] == 1
         token = issue_token(env)
-        gateway = Gateway(env, token, base / "gateway.log").start()
+        gateway = Gateway(env=env, token=token, log_path=base / "gateway.log")
+        gateway.start()
         try:
 
             def publish(expected: int) -> None:
@@ -757,7 +695,7 @@ def test_build_with_nothing_new_and_rebuild_keep_every_answer_byte_identical(
         assert now.content == then.content
         assert now.headers["ETag"] == then.headers["ETag"]
         cached = world.gateway.get(
-            f"{RATES}&as_of_revision={r}", **{"If-None-Match": then.headers["ETag"]}
+            f"{RATES}&as_of_revision={r}", headers={"If-None-Match": then.headers["ETag"]}
         )
         assert cached.status_code == 304
     assert explorer_mismatches(world.gateway, world.ids, world.head) == []
@@ -1137,7 +1075,8 @@ def test_another_registrys_build_is_refused_then_rebuild_is_served_without_stale
         assert now3.status_code == 200
         assert [i["compra"] for i in now3.json()["items"]] == ["3.701", "3.710"]
         assert now3.headers["ETag"] == f'"{hashlib.sha256(now3.content).hexdigest()}"'
-        stale = gateway.get(f"{RATES}&as_of_revision=3", **{"If-None-Match": asof3.headers["ETag"]})
+        then = {"If-None-Match": asof3.headers["ETag"]}
+        stale = gateway.get(f"{RATES}&as_of_revision=3", headers=then)
         assert stale.status_code == 200
         assert gateway.get(f"/v1/observations/{obs_a}").status_code == 404
         assert gateway.get(f"{RATES}&as_of_revision=4").status_code == 400

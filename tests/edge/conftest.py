@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import orjson
 import pytest
 import requests
 
@@ -210,3 +212,46 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+@dataclasses.dataclass
+class Raw:
+    status: int
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+
+    def json(self) -> dict[str, object]:
+        return orjson.loads(self.body)
+
+
+def exchange(base_url: str, data: bytes, timeout: float = 20) -> Raw:
+    """``data`` sent as it is on a fresh connection; the one answer read back."""
+    host, _, port = base_url.removeprefix("http://").rpartition(":")
+    received = b""
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            received += chunk
+            head, found, body = received.partition(b"\r\n\r\n")
+            if found:
+                lengths = [
+                    line.split(b":", 1)[1]
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ]
+                if lengths and len(body) >= int(lengths[0]):
+                    break
+    head, _, body = received.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return Raw(int(status_line.split(" ")[1]), headers, body)

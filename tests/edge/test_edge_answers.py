@@ -12,11 +12,9 @@ is not repeated; what docs/operating/edge.md#limits lists is not reported.
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import gzip
 import hashlib
-import socket
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
@@ -29,15 +27,12 @@ import requests
 from builder.demo import local_source
 from gateway.ledger import ledger_folder, read_entries, shown
 from tests.contract.conftest import copy_demo, fxev, ledger_entries
-from tests.edge.conftest import Running, edge_in_front
+from tests.edge.conftest import Running, edge_in_front, exchange
+from tests.edge.test_edge_rules import AS_OF, IDENTITY, LATEST, SEPTEMBER
 from tests.support.edge import start_edge
 from tokens.store import TokenStore, parse_token_id
 
 ORIGIN = "https://a.example"
-SEPTEMBER = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-30"
-AS_OF = SEPTEMBER + "&as_of_revision=5"
-LATEST = "/v1/rates/latest?currency=USD&series=publicado"
-IDENTITY = {"Accept-Encoding": "identity"}
 # The connection's and the edge's own headers (section 12 allows X-Cache; Date is each server's
 # own; the request id must be fresh and is compared with the body's separately).
 NOT_API = {
@@ -212,37 +207,6 @@ def assert_same_answer(edge: Answer, direct: Answer, label: str = "") -> None:
         assert edge.one("repr-digest") == digest_of(edge.wire), label
     rid = edge.one("x-request-id")
     assert rid is not None and str(uuid.UUID(rid)) == rid, (label, rid)
-
-
-@dataclasses.dataclass
-class Raw:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-def exchange(base_url: str, data: bytes) -> Raw:
-    """``data`` sent as it is on a fresh connection (``Connection: close``); the answer."""
-    host, _, port = base_url.removeprefix("http://").rpartition(":")
-    received = b""
-    with socket.create_connection((host, int(port)), timeout=20) as sock:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            sock.sendall(data)
-        while True:
-            try:
-                chunk = sock.recv(65536)
-            except ConnectionResetError:
-                break
-            if not chunk:
-                break
-            received += chunk
-    head, _, body = received.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return Raw(int(status_line.split(" ")[1]), headers, body)
 
 
 def request_bytes(target: bytes, *lines: bytes) -> bytes:

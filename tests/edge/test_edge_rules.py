@@ -23,7 +23,6 @@ import hashlib
 import os
 import re
 import signal
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,7 +46,7 @@ from tests.contract.conftest import (
 )
 from tests.contract.test_api import assert_api_error
 from tests.contract.test_ledger_kills import children
-from tests.edge.conftest import Load, Topology, edge_in_front, on_the_wire
+from tests.edge.conftest import Load, Raw, Topology, edge_in_front, exchange, on_the_wire
 from tokens.store import TokenStore, parse_token_id
 
 PER_MIN = 60
@@ -125,49 +124,6 @@ def audit(
 
 
 # -- raw HTTP ----------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Raw:
-    status: int
-    headers: dict[str, str]  # lower-case names
-    body: bytes
-
-    def json(self) -> dict[str, object]:
-        return orjson.loads(self.body)
-
-
-def exchange(base_url: str, data: bytes, timeout: float = 20) -> Raw:
-    """``data`` sent as it is on a fresh connection; the one answer read back."""
-    host, _, port = base_url.removeprefix("http://").rpartition(":")
-    received = b""
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            sock.sendall(data)
-        while True:
-            try:
-                chunk = sock.recv(65536)
-            except ConnectionResetError:
-                break
-            if not chunk:
-                break
-            received += chunk
-            head, found, body = received.partition(b"\r\n\r\n")
-            if found:
-                lengths = [
-                    line.split(b":", 1)[1]
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                ]
-                if lengths and len(body) >= int(lengths[0]):
-                    break
-    head, _, body = received.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return Raw(int(status_line.split(" ")[1]), headers, body)
 
 
 def head_of(target: bytes, token: str | None, *extra: bytes, method: bytes = b"GET") -> bytes:

@@ -10,6 +10,7 @@ import contextlib
 import select
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,10 @@ def seaweedfs(folder: Path) -> Iterator[str]:
 
 class Relay:
     """A TCP relay on a fixed 127.0.0.1 port to ``target``: ``down()`` closes the port (and
-    every open connection), so clients are refused as by a stopped store; ``up()`` opens it."""
+    every open connection), so clients are refused as by a stopped store; ``up()`` opens it.
+    ``delay_s``: how long each forwarded chunk waits (a slow store)."""
+
+    delay_s = 0.0
 
     def __init__(self, target_port: int) -> None:
         self.target = ("127.0.0.1", target_port)
@@ -110,8 +114,7 @@ class Relay:
                 target=self._pump, args=(client_side, server_side), daemon=True
             ).start()
 
-    @staticmethod
-    def _pump(a: socket.socket, b: socket.socket) -> None:
+    def _pump(self, a: socket.socket, b: socket.socket) -> None:
         try:
             while True:
                 ready, _, _ = select.select([a, b], [], [], 1.0)
@@ -119,6 +122,8 @@ class Relay:
                     data = source.recv(65536)
                     if not data:
                         return
+                    if self.delay_s:
+                        time.sleep(self.delay_s)
                     (b if source is a else a).sendall(data)
         except (OSError, ValueError):
             return

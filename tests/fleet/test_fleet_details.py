@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import math
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -56,23 +55,6 @@ class SlowRelay(Relay):
     half way through its work."""
 
     delay_s = 0.04
-
-    def _pump(self, a: socket.socket, b: socket.socket) -> None:  # type: ignore[override]
-        try:
-            while True:
-                ready, _, _ = select.select([a, b], [], [], 1.0)
-                for source in ready:
-                    data = source.recv(65536)
-                    if not data:
-                        return
-                    time.sleep(self.delay_s)
-                    (b if source is a else a).sendall(data)
-        except (OSError, ValueError):
-            return
-        finally:
-            for side in (a, b):
-                with contextlib.suppress(OSError):
-                    side.close()
 
 
 @pytest.fixture
