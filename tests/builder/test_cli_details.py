@@ -332,6 +332,17 @@ def test_make_run_refuses_an_impossible_port_in_one_line_before_any_token_change
 # == Section 3: `make run` rotates the demo token =============================================
 
 
+def stop_started(proc: subprocess.Popen[Any]) -> None:
+    """Stop a process this module started, by its PID (its session's group if it hangs)."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the group of the process we started
+            proc.wait(timeout=10)
+
+
 class Demo:
     """``python -m builder.demo --serve --port P`` (what ``make run PORT=P`` runs), stopped by
     its PID (it execs the gateway, which keeps the PID)."""
@@ -373,13 +384,7 @@ class Demo:
                 time.sleep(0.3)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # the group of the process we started
-                self.proc.wait(timeout=10)
+        stop_started(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 
@@ -448,13 +453,7 @@ class Gateway:
         )
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        stop_started(self.proc)
 
 
 def issue(work: Path, env: dict[str, str], *args: str) -> tuple[str, str]:
