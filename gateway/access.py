@@ -29,7 +29,11 @@ def bearer_token(authorization: str) -> str | None:
 
 
 def presented_token(request: Request) -> str | None:
-    return bearer_token(request.headers.get("authorization", ""))
+    """The request's bearer token. ``Authorization`` given on more than one line is read as one
+    value, its lines joined by commas (RFC 9110, section 5.3): not a field that takes a list, so
+    no token, and the request gets the 401 of an invalid one whichever line a reader took."""
+    lines = request.headers.getall("authorization", ())
+    return bearer_token(lines[0] if len(lines) == 1 else ", ".join(lines))
 
 
 def cookie_token(request: Request) -> str | None:

@@ -88,9 +88,12 @@ def run_fxev(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str
 
 
 def ledger_entries(env: dict[str, str], request_id: str) -> list[dict[str, object]]:
-    """``fxev requests show ID``: its entries (empty when it exits 1)."""
+    """``fxev requests show ID``: its entries (empty when it exits 1, as when no answer has
+    been recorded yet and the ledger's folder does not exist)."""
     done = run_fxev(env, "requests", "show", request_id)
     assert done.returncode in (0, 1), done.stderr
+    if done.returncode == 1 and done.stderr.startswith("fxev: no request ledger at "):
+        return []
     entries = orjson.loads(done.stdout.splitlines()[-1])["entries"]
     assert (done.returncode == 0) is bool(entries)
     return entries

@@ -432,6 +432,21 @@ def test_a_malformed_authorization_is_401(gw: Gateway, value: str) -> None:
     assert ledger_entries(gw.env, resp.headers["X-Request-Id"]) == []
 
 
+@pytest.mark.parametrize("second", ["the same", "a bogus", "no"])
+def test_authorization_on_two_lines_is_one_invalid_credential(gw: Gateway, second: str) -> None:
+    """SPEC authentication 3 ("invalid ... token answers 401"); docs/decisions.md#http-basics:
+    `Authorization` is no list (RFC 9110 5.3), so two lines, even of one valid token, are an
+    invalid credential: 401 `invalid_token`, nothing recorded, whichever line holds the token."""
+    other = {"the same": gw.token, "a bogus": "fxev_0_bogus", "no": ""}[second]
+    for lines in ([("Authorization", f"Bearer {other}")], [("Authorization", "Bearer")]):
+        status, headers, body = raw(gw, "/v1/coverage", lines)
+        assert status == 401, (second, lines, body[:200])
+        assert orjson.loads(body)["code"] == "UNAUTHORIZED"
+        assert headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+        assert ledger_entries(gw.env, headers["X-Request-Id"]) == []
+    assert gw.get("/v1/coverage").status_code == 200  # the token itself is still good
+
+
 # -- /v1/rates parameters: range, percent-encoding, page tokens ---------------------------------
 
 
