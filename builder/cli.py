@@ -199,7 +199,7 @@ def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
     print(f"revision chain (1..{revisions}): {'FAIL' if chain_bad else 'ok'}")
     for finding in chain_bad:
         print(f"  {finding}")
-    emit({"ok": not findings, "revision": revisions, "findings": findings})
+    emit({"ok": not findings, "findings": findings})
     return 1 if findings else 0
 
 

@@ -51,7 +51,8 @@ class Check:
 @dataclasses.dataclass(frozen=True, slots=True)
 class Checked:
     """The checks of one verify run, and its verdict: any ``fail`` exits 1, a ``notice`` keeps 0.
-    Each form of ``fxev verify`` adds what its last line says beside the findings."""
+    Its last line is ``{"ok", "findings"}`` and nothing else (DECISIONS 3, every verify command);
+    what else a form has to say goes in its plain lines."""
 
     checks: tuple[Check, ...]
 
@@ -65,6 +66,9 @@ class Checked:
 
     def findings(self) -> list[dict[str, str]]:
         return [check.finding() for check in self.checks if check.status != "ok"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "findings": self.findings()}
 
 
 class _Checks:

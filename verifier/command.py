@@ -67,14 +67,12 @@ class SavedResponse:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Verdict(Checked):
-    """The verdict on observations asked of the API: how many were checked."""
+    """The verdict on observations asked of the API."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "checked": len({check.observacion_id for check in self.checks}),
-            "findings": self.findings(),
-        }
+    @property
+    def checked(self) -> int:
+        """How many observations were checked."""
+        return len({check.observacion_id for check in self.checks})
 
 
 def canonical_uuid(text: str) -> str:
@@ -248,7 +246,9 @@ def run_verify(
             checks = verify_saved_response(client, read_saved_response(Path(response)), out, log)
         else:
             checks = verify_observation(client, observacion_id or "", out, log)
-    return Verdict(tuple(checks))
+    verdict = Verdict(tuple(checks))
+    out(f"checked: {verdict.checked} observation(s)")
+    return verdict
 
 
 def run_verify_command(

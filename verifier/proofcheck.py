@@ -33,18 +33,11 @@ from verifier.checks import Body, Check, Checked
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ProofVerdict(Checked):
-    """The verdict on an offline proof: the revision and leaf index it proves."""
+    """The verdict on an offline proof: the revision and leaf index it proves (its plain lines
+    name both)."""
 
     revision: int | None
     index: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "revision": self.revision,
-            "index": self.index,
-            "findings": self.findings(),
-        }
 
 
 class _Stop(Exception):

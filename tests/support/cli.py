@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -29,6 +30,17 @@ class Ran:
 
 
 Fxev = Callable[..., Ran]
+
+CHAIN_LINE = re.compile(r"revision chain \(1\.\.(\d+)\): ok")
+
+
+def verified_head(stdout: str) -> int:
+    """The head revision a clean ``fxev registry verify`` walked to: its chain's plain line
+    ``revision chain (1..N): ok``, after which the last line is ``{"ok": true, "findings": []}``."""
+    *lines, last = stdout.splitlines()
+    assert json.loads(last) == {"ok": True, "findings": []}, stdout
+    [head] = [int(m.group(1)) for m in map(CHAIN_LINE.fullmatch, lines) if m]
+    return head
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -323,11 +323,9 @@ def test_an_item_created_after_the_responses_revision_fails() -> None:
 def test_verdict_fails_only_on_a_failure_and_lists_notices_as_findings() -> None:
     notice = Check("notice", "chain", "superseded_por b", "a")
     ok = Check("ok", "sha256", "matches X-Sha256", "a")
-    assert Verdict((ok, notice)).to_json() == {
-        "ok": True,
-        "checked": 1,
-        "findings": [notice.finding()],
-    }
+    verdict = Verdict((ok, notice))
+    assert verdict.to_json() == {"ok": True, "findings": [notice.finding()]}
+    assert verdict.checked == 1
     assert Verdict((ok, Check("fail", "value", "x", "a"))).exit_code == 1
 
 
