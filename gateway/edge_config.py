@@ -113,9 +113,10 @@ _UPSTREAM_HEADERS = """\
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;"""
 _DIGEST = """\
             # A body nginx compresses goes without the gateway's Repr-Digest (it describes the
-            # identity body, which the ledger hashes); any other keeps it.
+            # identity body, which the ledger hashes) and says it varies; any other keeps it.
             proxy_hide_header Repr-Digest;
-            add_header Repr-Digest $fxev_repr_digest always;"""
+            add_header Repr-Digest $fxev_repr_digest always;
+            add_header Vary $fxev_vary always;"""
 
 TEMPLATE = """\
 # fxev's edge: nginx in front of the gateways (docs/operating/edge.md). Made by
@@ -155,17 +156,17 @@ http {
                      inactive=@@INACTIVE@@ use_temp_path=off;
 
     # gzip for JSON (and HTML, which nginx always includes) when the client accepts it; nginx
-    # makes the ETag weak and adds Vary: Accept-Encoding. The maps below predict when it does
-    # (status 200/403/404, one of those types, HTTP/1.1, and "gzip" accepted as nginx reads
-    # Accept-Encoding: the first "gzip" token, bare or with ";q=" of a non-zero value of at most
-    # three decimals; the type bare or followed by ";charset=..." only, as nginx matches it), to
-    # drop the identity body's Repr-Digest from exactly those. A HEAD, or a 304 nginx makes from
-    # a cached 200, has no body, so no Repr-Digest, as from the gateway.
+    # makes the ETag weak. The maps below predict when it compresses (status 200/403/404, one
+    # of those types, HTTP/1.1, and "gzip" accepted as nginx reads Accept-Encoding: the first
+    # "gzip" token, bare or with ";q=" of a non-zero value of at most three decimals; the type
+    # bare or followed by ";charset=..." only, as nginx matches it), to drop Repr-Digest from and
+    # add Vary: Accept-Encoding to exactly those (gzip_vary adds it to identity answers too). A
+    # HEAD, or a 304 nginx makes from a cached 200, has no body, so neither, as from the gateway.
     gzip on;
     gzip_types application/json;
     gzip_min_length 1;
     gzip_proxied any;
-    gzip_vary on;
+    gzip_vary off;
     gzip_http_version 1.1;
     map $http_accept_encoding $fxev_gzip_accepted {
         default 0;
@@ -180,6 +181,11 @@ http {
         "~ 304 " "";
         "~ 1$" "";
         default $upstream_http_repr_digest;
+    }
+    map "$request_method $fxev_gzipped" $fxev_vary {
+        default "";
+        "~^HEAD " "";
+        "~ 1$" Accept-Encoding;
     }
     # The immutable routes: the auth step decides what may be cached; everything else passes.
     map "$request_method $arg_as_of_revision" $fxev_as_of {

@@ -132,20 +132,17 @@ class Answer:
         return orjson.loads(self.body)
 
     def api_headers(self) -> dict[str, list[str]]:
-        """The API's headers; ``Vary: Accept-Encoding`` left out (see the report's ambiguities)
-        and the length and coding left out of a compressed answer (compared separately)."""
-        out = {}
-        for name, values in self.headers.items():
-            if name in NOT_API:
-                continue
-            if name == "vary":
-                values = [v for v in values if v.lower() != "accept-encoding"]
-                if not values:
-                    continue
-            out[name] = values
+        """The API's headers; of a compressed answer, what compression adds or changes (its
+        coding, length, digest, ETag and ``Vary: Accept-Encoding``, compared separately) left
+        out. An identity answer keeps them all: section 12 allows those changes only when the
+        edge compresses."""
+        out = {name: values for name, values in self.headers.items() if name not in NOT_API}
         if self.one("content-encoding") == "gzip":
             for name in ("content-encoding", "content-length", "repr-digest", "etag"):
                 out.pop(name, None)
+            varies = [v for v in out.pop("vary", []) if v.lower() != "accept-encoding"]
+            if varies:
+                out["vary"] = varies
         return out
 
 
@@ -428,6 +425,8 @@ def test_small_bodies_are_compressed_or_sent_with_their_digest_never_a_mix(
             if direct.one("etag"):
                 assert edge.one("etag") == "W/" + (direct.one("etag") or ""), label
             assert "accept-encoding" in (edge.one("vary") or "").lower(), label
+        else:
+            assert "accept-encoding" not in (edge.one("vary") or "").lower(), label
         assert_same_answer(edge, direct, label)
 
 
