@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.builder.localserver import LocalServer
-from tests.contract.conftest import Gateway
+from tests.contract.conftest import Gateway, _running
 from tests.realdata import bcrp_recording, sunat_history
 
 FXEV = Path(sys.executable).with_name("fxev")
@@ -91,13 +91,7 @@ class Home:
     def gateway(self) -> Iterator[Gateway]:
         issued = self.run("token", "issue", "reader")
         assert issued.code == 0, issued.stderr
-        token = issued.stdout.splitlines()[-1]
-        gw = Gateway(env=self.env, token=token, log_path=self.base / "gateway.log")
-        gw.start()
-        try:
-            yield gw
-        finally:
-            gw.stop()
+        yield from _running(self.base, self.env, issued.stdout.splitlines()[-1])
 
 
 def one_line_error(ran: Ran) -> None:

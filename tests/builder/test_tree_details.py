@@ -38,6 +38,7 @@ import requests
 from tests.builder.localserver import LocalServer
 from tests.builder.treefiles import tree_files
 from tests.contract.conftest import Gateway as ContractGateway
+from tests.contract.conftest import running
 from tests.support.cli import Ran
 
 FXEV = Path(sys.executable).with_name("fxev")
@@ -101,16 +102,6 @@ class Gateway(ContractGateway):
 
     def page(self, path: str) -> requests.Response:
         return self.get(path, headers={"Accept": "text/html"})
-
-
-@contextlib.contextmanager
-def running(env: dict[str, str], token: str, log: Path) -> Iterator[Gateway]:
-    gateway = Gateway(env=env, token=token, log_path=log)
-    gateway.start()
-    try:
-        yield gateway
-    finally:
-        gateway.stop()
 
 
 # -- parsing the explorer's pages -----------------------------------------------------------------
@@ -372,33 +363,38 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         ids.add(r["observacion_id"])
         assert fxev(env, "build").last["published_revision"] == 1
         token = issue_token(env)
-        gateway = Gateway(env=env, token=token, log_path=base / "gateway.log")
-        gateway.start()
-        try:
+        with running(base, env, token, Gateway) as gateway:
 
-            def publish(expected: int) -> None:
+            def observe(revision: int) -> None:
                 nonlocal checked
-                assert fxev(env, "build").last["published_revision"] == expected
-                collect_ids(gateway, ids)
-                snapshots[expected] = snapshot(gateway, expected, ids)
-                mismatches.extend(explorer_mismatches(gateway, ids, expected))
+                snapshots[revision] = snapshot(gateway, revision, ids)
+                mismatches.extend(explorer_mismatches(gateway, ids, revision))
                 checked += 1
 
-            snapshots[1] = snapshot(gateway, 1, ids)
-            mismatches.extend(explorer_mismatches(gateway, ids, 1))
-            checked += 1
+            def publish(expected: int) -> None:
+                assert fxev(env, "build").last["published_revision"] == expected
+                collect_ids(gateway, ids)
+                observe(expected)
 
-            r = capture(day(17, 14), b"17/09/2026|3.340|3.348|\r\n")
-            assert (r["outcome"], r["revision"]) == ("identica", 2)
-            publish(2)
-            r = capture(day(17, 15), b"17/09/2026|3.342|3.350|\r\n")
-            assert (r["outcome"], r["revision"]) == ("correccion", 3)
-            by_step["second_17"] = r["observacion_id"]
-            publish(3)
-            r = capture(day(18, 13), b"18/09/2026|3.350|3.358|\r\n")
-            assert (r["outcome"], r["revision"]) == ("nueva", 4)
-            by_step["first_18"] = r["observacion_id"]
-            publish(4)
+            def captured(
+                when: str,
+                body: bytes,
+                outcome: str,
+                revision: int,
+                step: str = "",
+                status: int = 200,
+            ) -> None:
+                """A capture of ``body`` recorded as ``outcome`` in ``revision``, then published."""
+                r = capture(when, body, status)
+                assert (r["outcome"], r["revision"]) == (outcome, revision)
+                if step:
+                    by_step[step] = r["observacion_id"]
+                publish(revision)
+
+            observe(1)
+            captured(day(17, 14), b"17/09/2026|3.340|3.348|\r\n", "identica", 2)
+            captured(day(17, 15), b"17/09/2026|3.342|3.350|\r\n", "correccion", 3, "second_17")
+            captured(day(18, 13), b"18/09/2026|3.350|3.358|\r\n", "nueva", 4, "first_18")
             a = fxev(
                 home_env(base, day(18, 14), source.url),
                 "annotate", "--fecha", "2026-09-17", "--texto", HOSTILE_TEXT,
@@ -415,21 +411,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             assert i["revision"] == 6, i
             by_step["import_16"] = i["observaciones"][0]["observacion_id"]
             ids.add(by_step["import_16"])
-            r = capture(day(18, 16), b"<html>down</html>", status=503)
-            assert (r["outcome"], r["revision"]) == ("fallo", 7)
-            publish(7)  # revisions 6 and 7 published together: 6 was never current
-            r = capture(day(18, 17), b"18/09/2026|3.351|3.359|\r\n")
-            assert (r["outcome"], r["revision"]) == ("correccion", 8)
-            by_step["second_18"] = r["observacion_id"]
-            publish(8)
-            r = capture(day(18, 18), b"17/09/2026|3.343|3.351|\r\n")
-            assert (r["outcome"], r["revision"]) == ("correccion", 9)
-            by_step["third_17"] = r["observacion_id"]
-            publish(9)
-            r = capture(day(18, 19), b"16/09/2026|3.330|3.338|\r\n")
-            assert (r["outcome"], r["revision"]) == ("nueva", 10)
-            by_step["direct_16"] = r["observacion_id"]
-            publish(10)
+            # revisions 6 and 7 published together: 6 was never current
+            captured(day(18, 16), b"<html>down</html>", "fallo", 7, status=503)
+            captured(day(18, 17), b"18/09/2026|3.351|3.359|\r\n", "correccion", 8, "second_18")
+            captured(day(18, 18), b"17/09/2026|3.343|3.351|\r\n", "correccion", 9, "third_17")
+            captured(day(18, 19), b"16/09/2026|3.330|3.338|\r\n", "nueva", 10, "direct_16")
             yield World(
                 base=base,
                 env=env,
@@ -442,8 +428,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                 explorer_mismatches=mismatches,
                 explorer_checked=checked,
             )
-        finally:
-            gateway.stop()
 
 
 def final_successors(world: World) -> dict[str, str | None]:
@@ -867,7 +851,7 @@ def test_a_tampered_tree_file_is_refused_with_500_internal_and_other_routes_keep
         target.write_bytes(changed)
     env = home_env(base)
     token = issue_token(env)
-    with running(env, token, tmp_path / "gateway.log") as gateway:
+    with running(tmp_path, env, token, Gateway) as gateway:
         got = gateway.page(path) if explorer else gateway.get(path)
         assert b"3.999" not in got.content, (kind, got.status_code)
         assert got.status_code == 500, (kind, got.status_code, got.text[:300])
@@ -999,7 +983,7 @@ def test_a_gateway_serving_during_builds_never_goes_back_and_sees_api_and_explor
     docs/explorer.md: "a reader sees revision N-1 everywhere or N everywhere"."""
     env = prepare_unbuilt_revisions(world, tmp_path / "live")
     token = issue_token(env)
-    with running(env, token, tmp_path / "gw.log") as gateway:
+    with running(tmp_path, env, token, Gateway) as gateway:
         seen: list[int] = []
         stop = threading.Event()
         errors: list[str] = []
@@ -1056,7 +1040,7 @@ def test_another_registrys_build_is_refused_then_rebuild_is_served_without_stale
     token = issue_token(env_a)
     other = other_registry(tmp_path / "b")
     env_b = {**other, "FXEV_SITE": str(base / "site")}
-    with running(env_a, token, tmp_path / "gw.log") as gateway:
+    with running(tmp_path, env_a, token, Gateway) as gateway:
         asof3 = gateway.get(f"{RATES}&as_of_revision=3")
         page_a = gateway.page("/serie/publicado/2026")
         obs_a = world.ids_by_step["third_17"]

@@ -207,13 +207,24 @@ class Gateway:
         return requests.request(method, self.url(path), headers=headers, timeout=10, **kwargs)  # type: ignore[arg-type]
 
 
-def _running(base: Path, env: dict[str, str], token: str) -> Iterator[Gateway]:
-    gateway = Gateway(env=env, token=token, log_path=base / "gateway.log")
+def _running(
+    base: Path, env: dict[str, str], token: str, kind: type[Gateway] = Gateway
+) -> Iterator[Gateway]:
+    gateway = kind(env=env, token=token, log_path=base / "gateway.log")
     gateway.start()
     try:
         yield gateway
     finally:
         gateway.stop()
+
+
+@contextlib.contextmanager
+def running(
+    base: Path, env: dict[str, str], token: str, kind: type[Gateway] = Gateway
+) -> Iterator[Gateway]:
+    """A gateway (``kind``) over ``env`` for a ``with`` block, its log in ``base``, stopped by
+    its PID."""
+    yield from _running(base, env, token, kind)
 
 
 @pytest.fixture(scope="session")

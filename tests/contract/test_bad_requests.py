@@ -19,6 +19,7 @@ import orjson
 import pytest
 
 from tests.contract.conftest import Gateway, _running, copy_demo
+from tests.support.rawhttp import status_and_headers
 
 REQUEST_TIMEOUT_S = 2
 RATES = b"/v1/rates?currency=USD&series=publicado"
@@ -66,14 +67,10 @@ def exchange(gateway: Gateway, data: bytes, wait_s: float = 10.0) -> Answer:
             received += chunk
     seconds = time.monotonic() - started
     head, _, body = received.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
+    status, headers = status_and_headers(head)
     time.sleep(0.05)  # the worker's log line is written as the answer leaves
     log = gateway.log_path.read_bytes()[log_start:].decode(errors="replace")
-    return Answer(int(status_line.split(" ")[1]), headers, body, seconds, log)
+    return Answer(status, headers, body, seconds, log)
 
 
 def answer_length(received: bytes) -> int:

@@ -28,6 +28,7 @@ from tests.contract.conftest import (
     run_fxev,
 )
 from tests.support.edge import Edge, start_edge
+from tests.support.rawhttp import status_and_headers
 from tokens.store import TokenStore
 
 PER_MIN = 60
@@ -249,9 +250,4 @@ def exchange(base_url: str, data: bytes, timeout: float = 20) -> Raw:
                 if lengths and len(body) >= int(lengths[0]):
                     break
     head, _, body = received.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return Raw(int(status_line.split(" ")[1]), headers, body)
+    return Raw(*status_and_headers(head), body)

@@ -29,21 +29,14 @@ from gateway.ledger import ledger_folder, read_entries, shown
 from tests.contract.conftest import copy_demo, fxev, ledger_entries
 from tests.edge.conftest import Running, edge_in_front, exchange
 from tests.edge.test_edge_rules import AS_OF, IDENTITY, LATEST, SEPTEMBER
+from tests.edge.test_edge_rules import NOT_API as EDGE_RULES_NOT_API
 from tests.support.edge import start_edge
 from tokens.store import TokenStore, parse_token_id
 
 ORIGIN = "https://a.example"
-# The connection's and the edge's own headers (section 12 allows X-Cache; Date is each server's
-# own; the request id must be fresh and is compared with the body's separately).
-NOT_API = {
-    "x-request-id",
-    "date",
-    "x-cache",
-    "server",
-    "connection",
-    "keep-alive",
-    "transfer-encoding",
-}
+# The connection's and the edge's own headers, as test_edge_rules.py lists them, but for Vary:
+# these tests compare it (section 12 lets the edge add Accept-Encoding only when it compresses).
+NOT_API = EDGE_RULES_NOT_API - {"vary"}
 
 
 # -- the topology ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import boto3
 from botocore.config import Config
@@ -59,15 +60,27 @@ def seaweedfs(folder: Path) -> Iterator[str]:
         service.stop()
 
 
+@contextlib.contextmanager
+def relay_to(store_env: dict[str, str], delay_s: float = 0.0) -> Iterator[Relay]:
+    """A :class:`Relay` in front of the store ``FXEV_S3_ENDPOINT`` names, open for the block."""
+    port = urlparse(store_env["FXEV_S3_ENDPOINT"]).port
+    assert port is not None
+    relay = Relay(port, delay_s)
+    relay.up()
+    try:
+        yield relay
+    finally:
+        relay.down()
+
+
 class Relay:
     """A TCP relay on a fixed 127.0.0.1 port to ``target``: ``down()`` closes the port (and
     every open connection), so clients are refused as by a stopped store; ``up()`` opens it.
     ``delay_s``: how long each forwarded chunk waits (a slow store)."""
 
-    delay_s = 0.0
-
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, delay_s: float = 0.0) -> None:
         self.target = ("127.0.0.1", target_port)
+        self.delay_s = delay_s
         self.port = free_ports(1)[0]
         self.listener: socket.socket | None = None
         self.connections: list[socket.socket] = []

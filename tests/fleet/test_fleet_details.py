@@ -39,7 +39,7 @@ from builder.store import keys
 from builder.tree import layout
 from builder.tree.reader import TreeReader
 from tests.fleet.conftest import Fxev, Host, bucket_key
-from tests.fleet.seaweed import BUCKET, Relay, client
+from tests.fleet.seaweed import BUCKET, Relay, client, relay_to
 from tests.fleet.test_publish_mirror import env_of, files_of, gateway_env
 from tests.fleet.test_publish_mirror_log import build_with_log
 
@@ -50,23 +50,12 @@ STARTED_PIDS: list[int] = []  # every process this module starts itself; checked
 # -- helpers -------------------------------------------------------------------------------------
 
 
-class SlowRelay(Relay):
-    """The seaweed relay, each forwarded chunk delayed: a store slow enough to kill a command
-    half way through its work."""
-
-    delay_s = 0.04
-
-
 @pytest.fixture
-def slow_relay(store_env: dict[str, str]) -> Iterator[SlowRelay]:
-    port = urlparse(store_env["FXEV_S3_ENDPOINT"]).port
-    assert port is not None
-    relay = SlowRelay(port)
-    relay.up()
-    try:
+def slow_relay(store_env: dict[str, str]) -> Iterator[Relay]:
+    """The store behind a relay that delays each forwarded chunk: slow enough to kill a command
+    half way through its work."""
+    with relay_to(store_env, delay_s=0.04) as relay:
         yield relay
-    finally:
-        relay.down()
 
 
 def one_line_error(err: str) -> str:
@@ -293,7 +282,7 @@ def test_publish_refuses_a_key_holding_other_bytes_behind_a_copied_sha256(
 def test_a_publish_killed_half_way_leaves_no_pointer_and_the_next_run_uploads_only_the_rest(
     operator: Host,
     store_env: dict[str, str],
-    slow_relay: SlowRelay,
+    slow_relay: Relay,
     fxev: Fxev,
     s3_endpoint: str,
 ) -> None:
@@ -344,7 +333,7 @@ def test_a_mirror_killed_at_any_point_never_names_a_revision_it_lacks(
     operator: Host,
     gateway_site: Path,
     store_env: dict[str, str],
-    slow_relay: SlowRelay,
+    slow_relay: Relay,
     fxev: Fxev,
 ) -> None:
     """DECISIONS 10: "`fxev mirror` ... checks every object ... before placing it ..., and moves

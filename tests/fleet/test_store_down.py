@@ -14,14 +14,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlparse
 
 import orjson
 import pytest
 
 from builder.tree.reader import TreeReader
 from tests.fleet.conftest import Fxev, Host, capture_and_build
-from tests.fleet.seaweed import Relay
+from tests.fleet.seaweed import Relay, relay_to
 from tests.fleet.test_publish_mirror import env_of, gateway_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,14 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def relay(store_env: dict[str, str]) -> Iterator[Relay]:
-    port = urlparse(store_env["FXEV_S3_ENDPOINT"]).port
-    assert port is not None
-    relayed = Relay(port)
-    relayed.up()
-    try:
+    with relay_to(store_env) as relayed:
         yield relayed
-    finally:
-        relayed.down()
 
 
 def wait_for(condition: object, timeout: float, what: str) -> None:
