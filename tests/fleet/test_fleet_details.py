@@ -707,7 +707,11 @@ def test_a_gateway_started_while_redis_is_down_answers_503_then_resumes_by_itsel
         assert_internal_retryable(call(url, LATEST, token))
     finally:
         fleet.redis.start()
-    wait_until(lambda: safe_call(third_gateway.url, LATEST, token) == 200, 30, "resumed")
+    wait_until(  # each worker reads the shared secrets again on its own: wait for both
+        lambda: [safe_call(third_gateway.url, LATEST, token) for _ in range(6)] == [200] * 6,
+        30,
+        "every worker of the third gateway resumed",
+    )
     assert third_gateway.serve.running
     resp = call(third_gateway.url, RATES + f"&page_token={page_token}", token)
     assert resp.status_code == 200, resp.text
