@@ -296,13 +296,13 @@ http {
 @@UPSTREAM_HEADERS@@
             proxy_pass http://fxev_gateways;
         }
-        # No gateway answered: the API's 503 body, retryable.
+        # No gateway answered: the API's 503 body (no detail: DECISIONS 9), retryable.
         location @fxev_down {
             default_type application/json;
             add_header X-Request-Id $fxev_own_request_id always;
             add_header Cache-Control no-store always;
             add_header X-Cache PASS always;
-            set $fxev_down '{"code":"INTERNAL","message":"No gateway answered.","request_id":';
+            set $fxev_down '{"code":"INTERNAL","message":"Internal error.","request_id":';
             return 503 '$fxev_down"$fxev_own_request_id","retryable":true}';
         }
     }

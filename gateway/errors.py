@@ -15,7 +15,7 @@
     ├── RateLimited               429 RATE_LIMITED, retryable (+ Retry-After: seconds)
     ├── PathValidation            422 HTTPValidationError body (malformed obs_id / ev_id)
     ├── Internal                  500 INTERNAL, retryable, never any detail in the body
-    │   └── NotReady              503 INTERNAL, retryable (no published tree yet, no ledger)
+    │   └── NotReady              503 INTERNAL, retryable (no published tree yet, no ledger...)
     └── ExplorerError             the explorer's own (outside /v1, not in the OpenAPI document)
         ├── CrossSiteRequest      403 FORBIDDEN (a cross-site POST to /signin or /signout)
         └── MethodNotAllowedHere  405 METHOD_NOT_ALLOWED (+ Allow: the path's own methods)
@@ -38,11 +38,16 @@ class ApiError(Exception):
         super().__init__(message)
         self.message = message
 
+    @property
+    def shown_message(self) -> str:
+        """The message a client reads (the body's, the explorer's page)."""
+        return self.message
+
     def body(self, request_id: str) -> bytes:
         return orjson.dumps(
             {
                 "code": self.code,
-                "message": self.message,
+                "message": self.shown_message,
                 "request_id": request_id,
                 "retryable": self.retryable,
             }
@@ -122,10 +127,17 @@ class PathValidation(ApiError):
 
 
 class Internal(ApiError):
+    """Its body says ``Internal error.`` whatever the message, which says why for the log
+    (DECISIONS 9: "An `INTERNAL` body carries no detail")."""
+
     code, status, retryable = "INTERNAL", 500, True
 
     def __init__(self, message: str = "Internal error.") -> None:
         super().__init__(message)
+
+    @property
+    def shown_message(self) -> str:
+        return "Internal error."
 
 
 class NotReady(Internal):

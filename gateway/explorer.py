@@ -147,7 +147,7 @@ def html(request: Request, body: bytes, status: int = 200, **headers: str) -> HT
 
 
 def error_html(request: Request, error: ApiError) -> HTTPResponse:
-    body = pages.error_page(error.status, error.code, error.message)
+    body = pages.error_page(error.status, error.code, error.shown_message)
     return html(request, body, error.status, **dict(error.headers))
 
 

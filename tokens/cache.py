@@ -26,7 +26,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from tokens.store import TokenRecord, TokenStore, token_hash
+from tokens.store import TokenRecord, TokenStore, parse_token_id, token_hash
 
 MEMO_SIZE = 1024
 HEADER_BYTES = 100  # an SQLite database header
@@ -82,6 +82,8 @@ class CachedTokenCheck:
         if counter != self._seen or len(self._known) >= self.size:
             self._known.clear()
             self._seen = counter
+        if parse_token_id(token_text) is None:  # not a token's form (any bytes a client sent)
+            return None
         key = token_hash(token_text)
         known = self._known.get(key)
         if known is None:

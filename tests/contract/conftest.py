@@ -138,8 +138,9 @@ class Gateway:
     def site(self) -> Path:
         return Path(self.env["FXEV_SITE"])
 
-    def start(self) -> None:
-        port = _free_port()
+    def start(self, port: int | None = None) -> None:
+        """Start on ``port`` (a free one if None) and wait until both workers answer."""
+        port = port or _free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:

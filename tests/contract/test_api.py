@@ -259,7 +259,10 @@ def test_an_altered_revision_record_answers_internal_rather_than_its_data(
 def test_before_the_first_build_data_answers_503_retryable(
     unbuilt_gateway: Gateway, path: str
 ) -> None:
-    assert_api_error(unbuilt_gateway.get(path), 503, "INTERNAL")
+    """DECISIONS 4 ("503, code `INTERNAL`, `retryable: true`") and 9 ("An `INTERNAL` body
+    carries no detail"): the body does not say why."""
+    body = assert_api_error(unbuilt_gateway.get(path), 503, "INTERNAL")
+    assert body["message"] == "Internal error."
 
 
 def test_before_the_first_build_live_still_answers(unbuilt_gateway: Gateway) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.contract.conftest import Gateway, _running, copy_demo
+from tests.contract.conftest import Gateway, _running, copy_demo, ledger_entries
 from tests.support.rawhttp import status_and_headers
 
 REQUEST_TIMEOUT_S = 2
@@ -230,6 +230,38 @@ def test_a_percent_encoded_nul_or_invalid_utf8_in_the_query_is_invalid_params(
 ) -> None:
     """Decoded, the query holds a NUL or is not UTF-8: 400, not a currency or series unknown."""
     assert_error(exchange(strict_gateway, request(strict_gateway, target)), 400, "INVALID_PARAMS")
+
+
+@pytest.mark.parametrize(
+    "credential",
+    [b"\xff", b"fxev_abc\x80", b"<valid>\xff", b"fxev_0123456789abcdef_" + b"\xe9" * 43],
+    ids=["one byte", "a token's start", "a valid token and one byte", "a token's form, latin-1"],
+)
+def test_a_bearer_token_not_utf8_is_an_invalid_token(
+    strict_gateway: Gateway, credential: bytes
+) -> None:
+    """SPEC authentication 3: "A missing, invalid, revoked or expired token answers 401"; a
+    token holding bytes that are no UTF-8 (or, read as Latin-1, no token's characters) is one
+    that cannot be valid: 401 `invalid_token`, not a 500 from hashing it; not recorded."""
+    value = credential.replace(b"<valid>", strict_gateway.token.encode())
+    answer = exchange(
+        strict_gateway,
+        request(strict_gateway, b"/v1/coverage", b"Authorization: Bearer " + value, token=False),
+    )
+    assert_error(answer, 401, "UNAUTHORIZED")
+    assert answer.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+    assert ledger_entries(strict_gateway.env, answer.headers["x-request-id"]) == []
+
+
+def test_an_explorer_cookie_not_utf8_is_no_session(strict_gateway: Gateway) -> None:
+    """The explorer's cookie holding bytes that are no UTF-8 is no session, as a bogus one is:
+    the sign-in form, not a 500."""
+    bogus = exchange(strict_gateway, request(strict_gateway, b"/", b"Cookie: fxev_sesion=abc",
+                                             token=False))  # fmt: skip
+    answer = exchange(strict_gateway, request(strict_gateway, b"/", b"Cookie: fxev_sesion=abc\xff",
+                                              token=False))  # fmt: skip
+    assert answer.status == bogus.status != 500, answer.body[:300]
+    assert "Traceback" not in answer.log
 
 
 # -- line ends and slow clients ----------------------------------------------------------------

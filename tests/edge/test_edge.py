@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -333,3 +334,29 @@ def test_one_gateway_killed_under_load_costs_at_most_the_requests_in_flight(
     load.wait_for(1 / 3)
     topology.gateways[0].kill()
     load.join()
+
+
+def test_with_every_gateway_down_the_edge_answers_its_own_retryable_503(
+    topology: Topology,
+) -> None:
+    """DECISIONS 9: "An `INTERNAL` body carries no detail"; docs/operating/edge.md#limits: no
+    gateway answering, the edge answers the API's 503 `INTERNAL` itself, retryable, with a fresh
+    request id, on a cached route as on a passed one (then the gateways come back)."""
+    token = topology.token()
+    assert cached(topology, AS_OF).status_code == 200
+    ports = [int(gateway.base_url.rsplit(":", 1)[1]) for gateway in topology.gateways]
+    for gateway in topology.gateways:
+        gateway.kill()
+    try:
+        for path in (AS_OF, LATEST):
+            resp = topology.get(path, token, **IDENTITY)
+            body = assert_api_error(resp, 503, "INTERNAL")
+            assert body["message"] == "Internal error."
+            assert resp.headers["X-Cache"] == "PASS"
+    finally:
+        for gateway, port in zip(topology.gateways, ports, strict=True):
+            gateway.start(port)  # where the edge's configuration names it
+    deadline = time.monotonic() + 15  # nginx asks a failed upstream again after fail_timeout=5s
+    while topology.get(LATEST, token).status_code != 200:
+        assert time.monotonic() < deadline, "the edge did not come back with its gateways"
+        time.sleep(0.5)

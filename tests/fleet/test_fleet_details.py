@@ -489,6 +489,7 @@ def assert_internal_retryable(resp: requests.Response) -> None:
     assert resp.status_code == 503, (resp.status_code, resp.text)
     body = resp.json()
     assert body["code"] == "INTERNAL" and body["retryable"] is True, body
+    assert body["message"] == "Internal error.", body  # DECISIONS 9: no detail
 
 
 def test_a_revocation_fails_the_next_request_on_every_worker_and_open_connection(
