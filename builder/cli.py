@@ -119,14 +119,16 @@ def cmd_series_publish(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
-    """What a scheduler runs: capture every enabled source, then build."""
+    """Capture every enabled source, then build; a site of another registry refused first."""
     with open_stores(settings) as stores:
-        captures = {}
-        for source in settings.sources:
-            result = CAPTURES[source](stores, settings, clock.now(settings), None)
-            captures[source] = result.to_json()
-        tree = TreeWriter(settings.site)
-        built = Builder(stores.registry, stores.blobs, tree, log_signer(settings)).build()
+        site, signer = TreeWriter(settings.site), log_signer(settings)
+        builder = Builder(stores.registry, stores.blobs, site, signer)
+        builder.check_owner()
+        captures = {
+            source: CAPTURES[source](stores, settings, clock.now(settings), None).to_json()
+            for source in settings.sources
+        }
+        built = builder.build()
     emit({"captures": captures, "build": built.to_json()})
     return 0
 
@@ -206,7 +208,6 @@ def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
     target = Path(args.file)
     if not args.file.strip() or target.is_dir() or (target.exists() and not target.is_file()):
-        # The export replaces its file by a rename: never a folder, a device or a pipe.
         raise UsageError(f"export warc writes a regular file; {args.file!r} is not one")
     require_registry(settings)
     with open_stores(settings) as stores:

@@ -19,8 +19,8 @@ TEXT = b"08/09/2026|3.351|3.372|\r\n"  # the real publication of 8 September
 TIMEOUT = 120
 
 
-def tick(env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run(
+def run_tick(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "builder", "tick"],
         env=env,
         cwd=ROOT,
@@ -29,6 +29,10 @@ def tick(env: dict[str, str]) -> dict[str, Any]:
         timeout=TIMEOUT,
         check=False,
     )
+
+
+def tick(env: dict[str, str]) -> dict[str, Any]:
+    proc = run_tick(env)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.splitlines()[-1])
 
@@ -63,3 +67,30 @@ def test_tick_captures_every_enabled_source_then_builds(tmp_path: Path) -> None:
         assert list(third["captures"]) == ["taxauth_txt"]
         assert third["build"]["published_revision"] == 5
         assert bank.requests == 2  # the disabled source was not asked
+
+
+def test_a_tick_on_a_site_of_another_registry_captures_nothing(tmp_path: Path) -> None:
+    """DECISIONS 3: "errors go to stderr with a non-zero exit and change nothing"; 14: "`fxev
+    build` on a site of another registry refuses (one line naming both, exit 1)". A tick whose
+    build would refuse the site refuses before its captures: the registry keeps its revisions
+    (before, both captures were committed, then the build refused and no summary was printed)."""
+    text = LocalServer(TEXT, headers={"Content-Type": "text/plain"})
+    with text:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")} | {
+            "FXEV_NOW": NOW,
+            "FXEV_TAXAUTH_URL": text.url,
+            "FXEV_SOURCES": "taxauth_txt",
+            "PYTHONPATH": str(ROOT),
+        }
+        ours = base | {"FXEV_HOME": str(tmp_path / "a"), "FXEV_SITE": str(tmp_path / "site-a")}
+        theirs = base | {"FXEV_HOME": str(tmp_path / "b"), "FXEV_SITE": str(tmp_path / "site-b")}
+        assert tick(ours)["build"]["published_revision"] == 1
+        assert tick(theirs)["build"]["published_revision"] == 1
+        registry = tmp_path / "b" / "registry.sqlite"
+        before = registry.read_bytes()
+        refused = run_tick(theirs | {"FXEV_SITE": ours["FXEV_SITE"]})
+        assert refused.returncode == 1, refused
+        assert len(refused.stderr.splitlines()) == 1 and "not of this registry" in refused.stderr
+        assert refused.stdout == ""
+        assert registry.read_bytes() == before
+        assert text.requests == 2  # the refused tick asked no source
