@@ -41,6 +41,7 @@ from builder.registry.records import (
     Evidence,
     ManifestEntry,
     Observation,
+    Revision,
     SeriesSwitch,
 )
 from builder.registry.store import Registry
@@ -130,6 +131,24 @@ class Builder:
             previous = self.tree.root(done)
         else:
             previous = self.tree.built_root(done)
+        log = LogWriter(self.tree, self.log) if self.log is not None else None
+        if log is not None:
+            self.registry.row_check = log.row_check(
+                published or 0, lambda number: revision_leaf(self.registry, number)
+            )
+        try:
+            return self._render_and_publish(head, published, done, previous, log)
+        finally:
+            self.registry.row_check = None
+
+    def _render_and_publish(
+        self,
+        head: Revision,
+        published: int | None,
+        done: int,
+        previous: RevisionRoot,
+        log: LogWriter | None,
+    ) -> BuildResult:
         built: list[int] = []
         tags: set[str] = set()
         for number in range(done + 1, head.revision + 1):
@@ -146,7 +165,6 @@ class Builder:
         drawn = explorer.prepare(head.revision)
         # The log's leaves, checked against what the key signed before, and the checkpoint of
         # the head: in place before the pointer names it (builder.publish.log).
-        log = LogWriter(self.tree, self.log) if self.log is not None else None
         signed = log is not None and log.extend(
             head.revision, published or 0, self.registry_id, self.leaf
         )

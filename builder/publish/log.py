@@ -43,11 +43,40 @@ class HistoryRewritten(Conflict):
     command = "build"
 
 
+class RowCheck:
+    """Every registry row a build reads from a revision the published log holds is checked
+    against it first: the revision's leaf, made again from the registry's rows, must be the
+    log's. A row changed in place under a published revision (no chain rehashed) would
+    otherwise be rendered, and signed over, by the next build that reads it."""
+
+    def __init__(self, reader: LogReader, size: int, leaf: Callable[[int], Leaf]) -> None:
+        self.reader = reader
+        self.size = size
+        self.leaf = leaf
+        self.checked: set[int] = set()
+
+    def __call__(self, revision: int) -> None:
+        if revision > self.size or revision in self.checked:
+            return
+        self.checked.add(revision)  # first: making the leaf reads the revision's rows
+        if self.reader.leaf(revision - 1, self.size) != self.leaf(revision).encode()[0]:
+            raise HistoryRewritten(
+                f"refusing to build: the rows of revision {revision} in the registry are not"
+                " the ones the log holds (history rewritten); nothing is published"
+            )
+
+
 class LogWriter:
     def __init__(self, tree: TreeWriter, signer: LogSigner) -> None:
         self.tree = tree
         self.signer = signer
         self.reader = LogReader(tree.site)
+
+    def row_check(self, published: int, leaf: Callable[[int], Leaf]) -> RowCheck | None:
+        """The check of rows read from revisions up to ``published``, when its log is whole."""
+        if published and self.reader.checkpoint(published) is not None:
+            return RowCheck(self.reader, published, leaf)
+        return None
 
     def extend(
         self, head: int, published: int, registry_id: str | None, leaf: Callable[[int], Leaf]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -78,6 +78,9 @@ class Registry:
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn
         self.path = path
+        # Called with the revision of every record read, before it is returned: ``fxev build``
+        # checks rows of revisions the log already holds against it (builder.publish.log).
+        self.row_check: Callable[[int], None] | None = None
 
     @classmethod
     def open(cls, home: Path) -> Registry:
@@ -345,16 +348,16 @@ class Registry:
         return [row[0] for row in self.conn.execute("SELECT DISTINCT sha256 FROM evidence")]
 
     def _one(self, record: type, where: str, params: tuple[Any, ...]) -> Any:
-        table = TABLE_OF[record]
-        row = self.conn.execute(
-            f"SELECT * FROM {table.name} WHERE {where} LIMIT 1", params
-        ).fetchone()
-        return None if row is None else from_row(table, row)
+        found = self._many(record, f"{where} LIMIT 1", params)
+        return found[0] if found else None
 
     def _many(self, record: type, where: str, params: tuple[Any, ...]) -> list[Any]:
         table = TABLE_OF[record]
-        cursor = self.conn.execute(f"SELECT * FROM {table.name} WHERE {where}", params)
-        return [from_row(table, row) for row in cursor]
+        rows = self.conn.execute(f"SELECT * FROM {table.name} WHERE {where}", params).fetchall()
+        if self.row_check is not None:
+            for revision in {row[table.revision_column] for row in rows}:
+                self.row_check(revision)
+        return [from_row(table, row) for row in rows]
 
 
 def _revision(row: sqlite3.Row) -> Revision:

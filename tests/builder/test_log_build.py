@@ -154,3 +154,33 @@ def test_a_rebuild_gives_the_same_log_bytes(tmp_path: Path) -> None:
     assert fxev(env, "build", "--rebuild").returncode == 0
     assert log_files(tmp_path / "site_out") == before
     assert orjson.loads((tmp_path / "site_out" / layout.POINTER).read_bytes())["revision"] == 3
+
+
+def test_a_row_changed_in_place_under_the_published_log_is_not_rendered(tmp_path: Path) -> None:
+    """DECISIONS 13: "a rewritten registry cannot be signed". A row of a published revision
+    changed in place (the chain not rehashed; `registry verify` finds the break) would be
+    rendered, and signed over, by the next build that reads it: here a correction of its date.
+    The build checks the revision of every row it reads against the log's leaf first: exit 1,
+    one line, nothing published; again on the next run (nothing of the refused one is reused);
+    the honest copy of the registry goes on."""
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    copy, site = tmp_path / "copy", tmp_path / "copy-site"
+    shutil.copytree(tmp_path / "var", copy)
+    shutil.copytree(tmp_path / "site_out", site, symlinks=True)
+    tampered = env | {"FXEV_HOME": str(copy), "FXEV_SITE": str(site)}
+    with sqlite3.connect(copy / "registry.sqlite") as conn:
+        conn.execute("UPDATE observations SET compra = '3.111' WHERE fecha_serie = '2026-09-16'")
+    correction = "fecha_serie,compra,venta\n2026-09-16,3.355,3.365\n"
+    seed(tampered, tmp_path, (correction,))
+    published = (site / layout.POINTER).read_bytes()
+    for _ in range(2):
+        refused = fxev(tampered, "build")
+        assert refused.returncode == 1, refused
+        assert len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "rows of revision 2" in refused.stderr and "history rewritten" in refused.stderr
+        assert (site / layout.POINTER).read_bytes() == published
+        assert b"3.111" not in b"".join(tree_files(site).values())
+    seed(env, tmp_path, (correction,))
+    assert fxev(env, "build").returncode == 0
