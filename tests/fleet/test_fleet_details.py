@@ -42,6 +42,7 @@ from tests.fleet.conftest import Fxev, Host, bucket_key
 from tests.fleet.seaweed import BUCKET, Relay, client, relay_to
 from tests.fleet.test_publish_mirror import env_of, files_of, gateway_env
 from tests.fleet.test_publish_mirror_log import build_with_log
+from tests.fleet.test_topology import assert_internal_retryable
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTED_PIDS: list[int] = []  # every process this module starts itself; checked at the end
@@ -483,13 +484,6 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
         if time.monotonic() > deadline:
             pytest.fail(f"not within {timeout_s}s: {what}")
         time.sleep(0.25)
-
-
-def assert_internal_retryable(resp: requests.Response) -> None:
-    assert resp.status_code == 503, (resp.status_code, resp.text)
-    body = resp.json()
-    assert body["code"] == "INTERNAL" and body["retryable"] is True, body
-    assert body["message"] == "Internal error.", body  # DECISIONS 9: no detail
 
 
 def test_a_revocation_fails_the_next_request_on_every_worker_and_open_connection(

@@ -90,9 +90,10 @@ def wait_for(condition: Callable[[], bool], timeout_s: float, what: str) -> floa
 
 
 def assert_internal_retryable(resp: requests.Response) -> None:
-    assert resp.status_code == 503, resp.text
+    assert resp.status_code == 503, (resp.status_code, resp.text)
     body = resp.json()
-    assert body["code"] == "INTERNAL" and body["retryable"] is True
+    assert body["code"] == "INTERNAL" and body["retryable"] is True, body
+    assert body["message"] == "Internal error.", body  # DECISIONS 9: no detail
 
 
 def latest(gateway: GatewayHost, token: str) -> dict[str, Any]:
