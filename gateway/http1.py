@@ -1,13 +1,15 @@
-"""The gateway's HTTP/1.1 connection: Sanic's, with two malformed requests answered, and promptly
+"""The gateway's HTTP/1.1 connection: Sanic's, with three malformed requests answered, and promptly
 (docs/decisions.md#bad-requests).
 
 Sanic reads a request's head until its blank line, CRLF CRLF, and answers what it cannot parse
-through the app's error handler. Two requests slip past that:
+through the app's error handler. Three requests slip past that:
 
 - **Bare LF line ends.** Sanic never finds the blank line, so it waits for more bytes until the
   request timeout. :class:`GatewayHttp` refuses the head (400) as soon as Sanic would wait for
   more while what it holds has a LF without its CR. A head that is merely incomplete still waits,
   and a client too slow to send it gets 408 after the request timeout (``REQUEST_TIMEOUT``).
+- **The asterisk form** (``GET *``). Sanic routes it to ``/``; it is malformed but for OPTIONS
+  (RFC 9112 3.2.4), so it is refused (400).
 - **A target httptools refuses** (a NUL byte). Sanic raises ``BadURL`` making the request, then
   again making the stand-in request it answers errors with, and the connection closes without an
   answer. The stand-in gets the target with its control and non-ASCII bytes percent-encoded.
@@ -58,6 +60,10 @@ class GatewayHttp(Http):
         """Sanic's reading of the head; then a request from the edge (``X-Fxev-Edge``) is marked,
         and its auth step made into the request it authorises (:func:`gateway.edge.arrive`)."""
         await super().http1_request_header()
+        if self.url == "*" and self.request.method != "OPTIONS":
+            # RFC 9112 3.2.4: the asterisk form is for a server-wide OPTIONS only (which the
+            # routes answer 405, as on any path); Sanic would route it to the explorer's home.
+            raise InvalidParams("The target '*' is only for OPTIONS.")
         # Methods are case-sensitive (RFC 9110 9.1): Sanic drops the body of ``head`` too, while
         # routing answers it 405 with a body its Content-Length announces.
         self.head_only = self.request.method == "HEAD"

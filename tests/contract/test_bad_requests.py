@@ -264,6 +264,18 @@ def test_an_explorer_cookie_not_utf8_is_no_session(strict_gateway: Gateway) -> N
     assert "Traceback" not in answer.log
 
 
+def test_the_asterisk_form_is_only_for_options(strict_gateway: Gateway) -> None:
+    """RFC 9112 3.2.4: the target ``*`` is for a server-wide OPTIONS only. A ``GET *`` is
+    malformed: 400, refused before any route (it was the explorer's home page); ``OPTIONS *``
+    is a method the gateway does not allow, as on any path."""
+    answer = exchange(strict_gateway, request(strict_gateway, b"*"))
+    assert_error(answer, 400, "INVALID_PARAMS")
+    assert_refused_in_one_line(answer)
+    options = exchange(strict_gateway, b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    assert_error(options, 405, "METHOD_NOT_ALLOWED")
+    assert options.headers["allow"] == "GET, HEAD"
+
+
 # -- line ends and slow clients ----------------------------------------------------------------
 
 
