@@ -116,6 +116,14 @@ def test_a_bad_import_file(fxev: Fxev, tmp_path: Path) -> None:
     assert message.startswith("line 1: header must be")
 
 
+def test_an_import_file_the_csv_reader_cannot_split(fxev: Fxev, tmp_path: Path) -> None:
+    """A cell over the CSV reader's limit was a traceback (`_csv.Error`); it is one line."""
+    path = tmp_path / "huge.csv"
+    path.write_text('fecha_serie,compra,venta\n2026-09-18,3.35,"' + "9" * 140_000 + '"\n')
+    message = assert_one_line(fxev("import", str(path), "--actor", "a", "--justification", "j"))
+    assert message.startswith("line 2: "), message
+
+
 def test_a_bad_date_argument(fxev: Fxev) -> None:
     ran = fxev("backfill", "--source", "centralbank", "--from", "2026-13-01", "--to", "2026-09-01")
     assert assert_one_line(ran) == "--from '2026-13-01' is not a date YYYY-MM-DD"

@@ -71,6 +71,77 @@ def test_a_bad_file_is_rejected_whole_and_changes_nothing(stores, tmp_path, data
     assert stores.registry.head().revision == 1
 
 
+@pytest.mark.parametrize(
+    ("data", "fragments", "lines"),
+    [
+        (
+            b"fecha_serie,compra,venta\n2026-09-18,3.35,3.36\x0c\n2026-09-19,3.354,3.362\n",
+            ["2026-09-18,3.35,3.36\x0c", "2026-09-19,3.354,3.362"],
+            [2, 3],
+        ),
+        (
+            b'fecha_serie,compra,venta\n2026-09-18,3.35,"3.36\n"\n2026-09-19,3.354,3.362\n',
+            ['2026-09-18,3.35,"3.36\n"', "2026-09-19,3.354,3.362"],
+            [2, 4],
+        ),
+        (
+            b"fecha_serie,compra,venta\r2026-09-18,3.35,3.36\r2026-09-19,3.354,3.362\r",
+            ["2026-09-18,3.35,3.36", "2026-09-19,3.354,3.362"],
+            [2, 3],
+        ),
+        (
+            b"fecha_serie,compra,venta\r\n2026-09-18,3.35,3.36\r\n2026-09-19,3.354,3.362",
+            ["2026-09-18,3.35,3.36", "2026-09-19,3.354,3.362"],
+            [2, 3],
+        ),
+        (
+            b"fecha_serie,compra,venta\n\n2026-09-18,3.35,3.36\r\n\r\n\n2026-09-19,3.354,3.362\n\n",
+            ["2026-09-18,3.35,3.36", "2026-09-19,3.354,3.362"],
+            [3, 6],
+        ),
+    ],
+    ids=[
+        "form feed in a row",
+        "line break in a quoted cell",
+        "CR line ends",
+        "CRLF, no last end",
+        "empty lines between rows",
+    ],
+)
+def test_each_observation_keeps_its_own_rows_text_as_fragment(
+    stores, tmp_path, data, fragments, lines
+):
+    """DECISIONS 6: an import's `fragmento` is "its line" (SPEC: the exact portion the value was
+    parsed from): the row's own text, cut where the CSV reader cuts rows, whatever else the text
+    holds; `linea` is the line the row starts on."""
+    result = import_csv(stores, write(tmp_path, data), "ana", "origin", NOW)
+    found = [stores.registry.observation(o.observacion_id) for o in result.observaciones]
+    assert [o.fragmento for o in found] == fragments
+    events = [stores.registry.events_of(o.id)[0] for o in found]
+    assert [e.detalle["linea"] for e in events] == lines
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'fecha_serie,compra,venta\n2026-09-18,3.35,"' + b"9" * 140_000 + b'"\n', "line 2: field"),
+        (b'fecha_serie,compra,venta\n2026-09-18,3.35,"3.36\n', "line 2: unexpected end"),
+        (
+            b'fecha_serie,compra,venta\n2026-09-18,3.35,3.36\n2026-09-19,"3.354"2,3.362\n',
+            "line 3: ','",
+        ),
+    ],
+    ids=["a cell over the reader's limit", "a quote never closed", "text after a closing quote"],
+)
+def test_a_file_the_csv_reader_refuses_is_an_import_error(stores, tmp_path, data, message):
+    """What the CSV reader cannot split, or splits only by guessing (a quote left open, text
+    after a closing quote), is a refused file naming its line: not a crash, not a value made
+    from a guess (a quote left open was imported as the rest of the file's text)."""
+    with pytest.raises(ImportFileError, match=message):
+        import_csv(stores, write(tmp_path, data), "ana", "origin", NOW)
+    assert stores.registry.head() is None
+
+
 def test_an_import_never_replaces_a_direct_observation(stores, capture, tmp_path):
     direct = capture(body="19/09/2026|3.354|3.362|")
     result = import_csv(
