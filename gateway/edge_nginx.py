@@ -149,6 +149,13 @@ http {
 
     server {
         listen @@LISTEN@@;
+        # What nginx refuses by itself, before any gateway sees it (a malformed request line,
+        # header or percent-escape, a header it takes once sent twice, a head over its buffers,
+        # TRACE): the API's error body, as a gateway answers such a request, with a fresh
+        # request id; no gateway saw it, so no ledger holds it. (A URI, not a named location:
+        # nginx cannot name one for a request whose target it could not parse.)
+        error_page 400 414 494 =400 /_fxev_malformed;
+        error_page 405 =405 /_fxev_not_allowed;
 
         # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
         # Passed too: If-Match or If-Unmodified-Since, which the gateways ignore, and which
@@ -220,6 +227,30 @@ http {
             add_header X-Cache PASS always;
             set $fxev_down '{"code":"INTERNAL","message":"Internal error.","request_id":';
             return 503 '$fxev_down"$fxev_own_request_id","retryable":true}';
+        }
+        # nginx's own refusals (above): the gateway's 400 and 405 bodies (gateway/sending.py);
+        # asked from outside, the gateway's own 404.
+        location = /_fxev_malformed {
+            internal;
+            error_page 404 = @fxev_pass;
+            default_type application/json;
+            add_header X-Request-Id $fxev_own_request_id always;
+            add_header Cache-Control no-store always;
+            add_header X-Cache PASS always;
+            set $fxev_bad '{"code":"INVALID_PARAMS","message":"The request is malformed.",';
+            return 200 '$fxev_bad"request_id":"$fxev_own_request_id","retryable":false}';
+        }
+        location = /_fxev_not_allowed {
+            internal;
+            error_page 404 = @fxev_pass;
+            default_type application/json;
+            add_header X-Request-Id $fxev_own_request_id always;
+            add_header Cache-Control no-store always;
+            add_header X-Cache PASS always;
+            add_header Allow "GET, HEAD" always;
+            set $fxev_bad '{"code":"METHOD_NOT_ALLOWED","message":';
+            set $fxev_bad '$fxev_bad"Only GET and HEAD are allowed.","request_id":';
+            return 200 '$fxev_bad"$fxev_own_request_id","retryable":false}';
         }
     }
 }

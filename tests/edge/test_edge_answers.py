@@ -27,7 +27,7 @@ import requests
 from builder.demo import local_source
 from gateway.ledger import ledger_folder, read_entries, shown
 from tests.contract.conftest import copy_demo, fxev, ledger_entries
-from tests.edge.conftest import Running, edge_in_front, exchange
+from tests.edge.conftest import Raw, Running, edge_in_front, exchange
 from tests.edge.test_edge_rules import AS_OF, IDENTITY, LATEST, SEPTEMBER
 from tests.edge.test_edge_rules import NOT_API as EDGE_RULES_NOT_API
 from tests.support.edge import start_edge
@@ -473,18 +473,33 @@ def test_evidence_sent_uncompressed_keeps_its_repr_digest_whatever_its_content_t
 # -- what nginx answers itself -------------------------------------------------------------------
 
 
+def assert_edges_own_refusal(front: Front, answer: Raw, status: int, code: str) -> None:
+    """nginx's own refusal in the API's shape: the error body with a fresh UUID4 request id in
+    the body and in `X-Request-Id`, `no-store`; no gateway saw it, so no ledger entry."""
+    assert (answer.status, answer.headers.get("content-type")) == (status, "application/json"), (
+        answer.status, answer.body[:200])  # fmt: skip
+    body = answer.json()
+    assert set(body) == {"code", "message", "request_id", "retryable"}, body
+    assert (body["code"], body["retryable"]) == (code, False), body
+    request_id = answer.headers["x-request-id"]
+    assert body["request_id"] == request_id and uuid.UUID(request_id).version == 4
+    assert answer.headers["cache-control"] == "no-store" and "date" in answer.headers
+    assert request_id not in front.recorded()
+
+
 @pytest.mark.parametrize(
     "case",
     ["if-none-match-on-two-lines", "authorization-twice", "evidence-%zz", "observations-%G0",
      "evidence-lone-%"],
 )  # fmt: skip
-def test_what_nginx_refuses_itself_is_its_400_and_the_documented_limit(
+def test_what_nginx_refuses_itself_is_the_apis_400_and_the_documented_limit(
     front: Front, case: str
 ) -> None:
     """docs/operating/edge.md#limits: a header nginx takes once sent twice, and a malformed
-    percent-escape in the path, get nginx's own 400 (no request id, nothing recorded), where
-    the gateway alone answers them (the 401 of a repeated `Authorization`, the `If-None-Match`
-    lines joined; the 422 of a path id that is not a UUID)."""
+    percent-escape in the path, are refused by nginx itself, where the gateway alone answers
+    them (the 401 of a repeated `Authorization`, the `If-None-Match` lines joined; the 422 of a
+    path id that is not a UUID). Section 12, "every answer has a fresh `X-Request-Id`": the
+    edge's refusal is the API's 400 body with a fresh request id, not nginx's HTML page."""
     token = front.token("refused")
     auth = b"Authorization: Bearer " + token.encode()
     target, lines = AS_OF.encode(), [auth]
@@ -502,9 +517,30 @@ def test_what_nginx_refuses_itself_is_its_400_and_the_documented_limit(
         case, 422
     ), (direct.status, direct.body[:200])
     assert "x-request-id" in direct.headers
-    edge = exchange(front.edge_url, data)
-    assert (edge.status, edge.headers.get("content-type")) == (400, "text/html"), edge.status
-    assert "x-request-id" not in edge.headers
+    assert_edges_own_refusal(front, exchange(front.edge_url, data), 400, "INVALID_PARAMS")
+
+
+@pytest.mark.parametrize(
+    ("request_line", "status", "code"),
+    [
+        (b"TRACE /v1/coverage HTTP/1.1", 405, "METHOD_NOT_ALLOWED"),
+        (b"get /v1/coverage HTTP/1.1", 400, "INVALID_PARAMS"),
+        (b"GET /v1/cover\x00age HTTP/1.1", 400, "INVALID_PARAMS"),
+        (b"GET /../v1/coverage HTTP/1.1", 400, "INVALID_PARAMS"),
+        (b"GET /v1/coverage?" + b"x" * 70_000 + b" HTTP/1.1", 400, "INVALID_PARAMS"),
+    ],
+    ids=["TRACE", "a method in lower case", "a NUL in the path", "above the root", "too long"],
+)
+def test_nginxs_refusals_of_a_request_line_are_the_apis_answers(
+    front: Front, request_line: bytes, status: int, code: str
+) -> None:
+    """What nginx refuses in the request line gets the status a gateway gives such a request
+    (405 with `Allow: GET, HEAD` for a method, 400 for the rest) in the API's body."""
+    data = request_line + b"\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    answer = exchange(front.edge_url, data)
+    assert_edges_own_refusal(front, answer, status, code)
+    if status == 405:
+        assert answer.headers["allow"] == "GET, HEAD"
 
 
 def test_the_edges_internal_locations_answer_as_unknown_paths_do(front: Front) -> None:
@@ -515,7 +551,8 @@ def test_the_edges_internal_locations_answer_as_unknown_paths_do(front: Front) -
     valid token they must get that 404 (JSON, request id, ledger entry), not nginx's own HTML
     404 page without a request id."""
     token = front.token("internal")
-    for path in ("/_fxev_auth", "/_fxev_lane", "/_fxev_auth?x=1"):
+    for path in ("/_fxev_auth", "/_fxev_lane", "/_fxev_auth?x=1", "/_fxev_malformed",
+                 "/_fxev_not_allowed"):  # fmt: skip
         direct = front.direct(path, token, **IDENTITY)
         assert direct.status == 404 and direct.json()["code"] == "NOT_FOUND"
         edge = front.edge(path, token, **IDENTITY)

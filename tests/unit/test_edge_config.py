@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sanic import exceptions as sanic_exceptions
 from sanic.response import HTTPResponse
 
 from gateway import edge
 from gateway.edge_config import GZIP_ACCEPTED, EdgePlan, check_address, edge_config
+from gateway.errors import ApiError, InvalidParams
+from gateway.sending import MALFORMED, as_api_error
 
 CREDENTIAL = "ab" * 32
 PLAN = EdgePlan(
@@ -31,6 +34,18 @@ def test_the_config_names_every_gateway_the_listener_and_the_cache() -> None:
     assert "proxy_cache_path /var/cache/fxev-edge " in text
     assert "@@" not in text and text.endswith("}\n")
     assert text.count("{") == text.count("}")
+
+
+@pytest.mark.parametrize(
+    "refused", [InvalidParams(MALFORMED), as_api_error(sanic_exceptions.MethodNotAllowed("x"))]
+)
+def test_the_edges_own_refusals_say_what_the_gateway_says(refused: ApiError) -> None:
+    """nginx's own 400 and 405 (docs/operating/edge.md#limits) carry the gateway's code and
+    message for such a request, whichever edge is printed."""
+    for plan in (PLAN, dataclasses.replace(PLAN, lanes=("127.0.0.1:8011",))):
+        text = edge_config(plan)
+        assert f'"code":"{refused.code}","message":' in text
+        assert f'"{refused.shown_message}",' in text
 
 
 LANED = dataclasses.replace(PLAN, lanes=("127.0.0.1:8011", "10.0.0.2:8010"))
