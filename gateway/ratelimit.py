@@ -10,8 +10,13 @@ The arithmetic is :func:`decide`, a pure function. It needs only two facts: the 
 one has left the window, or when there are fewer than ``per_min``) and today's count. The store
 numbers each token's accepted requests (``seq``) and keeps the instants of the last ``per_min`` in
 a ring (``slot = seq % per_min``), so the first fact is one read at a fixed offset whatever the
-traffic. A slot holding another ``seq`` (the limit was changed between restarts) counts as
-unknown: the ring refills within a minute.
+traffic. A worker opening a token's ring checks that the slots of its last ``per_min``
+requests are where this limit looks for them; a ring written under another limit (changed
+between restarts) is laid out again first, from every slot of the file (:meth:`Ring.settle`),
+so a changed limit still counts the requests already in the window. A request the file no
+longer holds was not among the last ones of the old limit, so outside the window, whenever the
+limit changes at most once a minute. (A ring beyond :data:`MAPPED_SLOTS` is not laid out again:
+a slot holding another ``seq`` counts as unknown, and such a ring refills within a minute.)
 
 The state of a token is one fixed-layout file, ``FXEV_HOME/ratelimit/<token id>.ring``
 (:class:`RingFile`): a header (``seq`` of the last accepted request, the Lima day and its count)
@@ -51,6 +56,7 @@ SUFFIX = ".ring"
 WINDOW_US = 60_000_000
 Buffer = bytearray | mmap.mmap  # what a header is written into
 MAPPED_SLOTS = 1_000_000  # rings up to this many slots (16 MB) are mapped whole
+RELAYOUT_CHUNK = 1 << 20  # bytes read at a time when a ring is laid out again (whole slots)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SAFE_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -240,6 +246,12 @@ class Ring:
                 finally:
                     self.unlock()
             self.map = mmap.mmap(self.fd, mapped)
+            if self.slots_mapped:
+                self.lock()
+                try:
+                    self.settle(per_min)
+                finally:
+                    self.unlock()
         except BaseException:
             os.close(self.fd)
             raise
@@ -263,6 +275,38 @@ class Ring:
             RingFile.SLOT.pack_into(self.map, offset, seq, instant_us)
         else:
             os.pwrite(self.fd, RingFile.SLOT.pack(seq, instant_us), offset)
+
+    def settle(self, per_min: int) -> None:
+        """Lay the ring out for ``per_min`` when its last requests are not where this limit looks
+        for them (written under another limit, at ``seq % old``): every slot of the file is read,
+        and the last ``per_min`` requests' instants written at ``seq % per_min``; one the file no
+        longer holds is marked as long gone (instant 0). Under the lock, on a mapped ring."""
+        counter = RingFile.decode_header(self.map[: RingFile.HEADER.size])
+        if counter is None:
+            return
+        last_seq = counter.last_seq
+        low = max(0, last_seq - per_min)
+        placed = RingFile.SLOT.iter_unpack(
+            self.map[RingFile.slot_offset(0) : RingFile.slot_offset(min(per_min, last_seq + 1))]
+        )
+        held = sum(
+            low < seq <= last_seq and seq % per_min == i for i, (seq, _) in enumerate(placed)
+        )
+        if held == last_seq - low:
+            return
+        found: dict[int, int] = {}
+        size, offset = os.fstat(self.fd).st_size, RingFile.HEADER.size
+        while offset < size:
+            chunk = os.pread(self.fd, min(RELAYOUT_CHUNK, size - offset), offset)
+            whole = len(chunk) - len(chunk) % RingFile.SLOT.size
+            if not whole:
+                break
+            for seq, instant_us in RingFile.SLOT.iter_unpack(chunk[:whole]):
+                if low < seq <= last_seq:
+                    found[seq] = instant_us
+            offset += whole
+        for seq in range(low + 1, last_seq + 1):
+            self.write_slot(seq % per_min, seq, found.get(seq, 0))
 
     def close(self) -> None:
         self.map.close()

@@ -64,17 +64,47 @@ def test_the_day_count_starts_again_at_lima_midnight_not_utc(tmp_path: Path) -> 
     assert limiter.acquire("tok", late_evening + timedelta(hours=1)).allowed  # 00:00 in Lima
 
 
-def test_a_changed_limit_takes_effect_within_a_minute(tmp_path: Path) -> None:
+def test_a_changed_limit_counts_the_requests_already_in_the_window(tmp_path: Path) -> None:
+    """DECISIONS 9: "at most N in (t-60 s, t]", exact across restarts, N being the limit the
+    gateway runs with now: a raised limit lets through exactly the difference, a lowered one
+    nothing until enough requests leave the window (a lowered limit let up to N-1 through)."""
     limiter = RateLimiter.open(tmp_path, Limits(3, 1000))
     for i in range(3):
         assert limiter.acquire("tok", T0 + timedelta(seconds=i)).allowed
     limiter.close()
     raised = RateLimiter.open(tmp_path, Limits(5, 1000))
     allowed = [raised.acquire("tok", T0 + timedelta(seconds=10 + i)).allowed for i in range(8)]
-    assert allowed.count(True) >= 2
+    assert allowed == [True, True] + [False] * 6
+    raised.close()
     lowered = RateLimiter.open(tmp_path, Limits(2, 1000))
-    allowed = [lowered.acquire("tok", T0 + timedelta(seconds=30 + i)).allowed for i in range(5)]
-    assert allowed.count(True) <= 2
+    refused = lowered.acquire("tok", T0 + timedelta(seconds=30))
+    assert refused == Decision(False, 40)  # the 2nd most recent (at 10 s) leaves at 70 s
+    assert not lowered.acquire("tok", T0 + timedelta(seconds=69, microseconds=999_999)).allowed
+    assert lowered.acquire("tok", T0 + timedelta(seconds=70)).allowed
+    assert not lowered.acquire("tok", T0 + timedelta(seconds=70, microseconds=1)).allowed
+
+
+@pytest.mark.parametrize(("before", "after"), [(10, 5), (10, 1), (7, 3), (3, 7), (1, 4)])
+def test_after_a_changed_limit_the_window_is_counted_as_a_sliding_log_counts_it(
+    tmp_path: Path, before: int, after: int
+) -> None:
+    """A burst under one limit, a restart under another: every later decision is the one a plain
+    log of the accepted instants gives under the new limit."""
+    accepted: list[datetime] = []
+    first = RateLimiter.open(tmp_path, Limits(before, 10**6))
+    for i in range(before + 2):
+        now = T0 + timedelta(seconds=i * 7)
+        if first.acquire("tok", now).allowed:
+            accepted.append(now)
+    first.close()
+    second, other = open_pair(tmp_path, Limits(after, 10**6))
+    for i in range(40):
+        now = T0 + timedelta(seconds=20 + i * 3)
+        in_window = [t for t in accepted if t > now - timedelta(seconds=60)]
+        allowed = (second if i % 2 else other).acquire("tok", now).allowed
+        assert allowed is (len(in_window) < after), (i, now, len(in_window))
+        if allowed:
+            accepted.append(now)
 
 
 @pytest.mark.parametrize("per_min", [1, 7])
