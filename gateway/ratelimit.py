@@ -357,7 +357,9 @@ class RateLimiter:
             if magic != RingFile.MAGIC or version != RingFile.VERSION:
                 RingFile.decode_header(header)  # raises for a foreign file; a new one is zeros
                 last_seq = day_count = 0
-            if day != today:
+            if day > today:  # the next Lima day's first request took the lock first
+                today = day  # (timed before this one): this one counts in that day too
+            elif day != today:
                 day_count = 0
             nth_seq = last_seq - per_min + 1
             nth = None

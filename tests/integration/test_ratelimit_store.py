@@ -64,6 +64,19 @@ def test_the_day_count_starts_again_at_lima_midnight_not_utc(tmp_path: Path) -> 
     assert limiter.acquire("tok", late_evening + timedelta(hours=1)).allowed  # 00:00 in Lima
 
 
+def test_a_request_timed_before_midnight_that_takes_the_lock_after_the_next_days_first(
+    tmp_path: Path,
+) -> None:
+    """Two workers race at Lima midnight: the one timed at 23:59:59.999999 takes the lock
+    after the one timed at 00:00:00. It counts in the new day with it (it wrote the old day
+    back, which started the new day's count again)."""
+    limiter = RateLimiter.open(tmp_path, Limits(100, 2))
+    midnight = datetime(2026, 9, 22, 5, 0, tzinfo=UTC)  # 00:00 on the 22nd in Lima
+    assert limiter.acquire("tok", midnight).allowed
+    assert limiter.acquire("tok", midnight - timedelta(microseconds=1)).allowed
+    assert not limiter.acquire("tok", midnight + timedelta(seconds=1)).allowed
+
+
 def test_a_changed_limit_counts_the_requests_already_in_the_window(tmp_path: Path) -> None:
     """DECISIONS 9: "at most N in (t-60 s, t]", exact across restarts, N being the limit the
     gateway runs with now: a raised limit lets through exactly the difference, a lowered one
