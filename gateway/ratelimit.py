@@ -280,8 +280,12 @@ class Ring:
         """Lay the ring out for ``per_min`` when its last requests are not where this limit looks
         for them (written under another limit, at ``seq % old``): every slot of the file is read,
         and the last ``per_min`` requests' instants written at ``seq % per_min``; one the file no
-        longer holds is marked as long gone (instant 0). Under the lock, on a mapped ring."""
-        counter = RingFile.decode_header(self.map[: RingFile.HEADER.size])
+        longer holds is marked as long gone (instant 0). Under the lock, on a mapped ring; a file
+        that is no ring is left to the first decision, which refuses it."""
+        try:
+            counter = RingFile.decode_header(self.map[: RingFile.HEADER.size])
+        except ValueError:
+            return
         if counter is None:
             return
         last_seq = counter.last_seq

@@ -77,6 +77,15 @@ def test_a_request_timed_before_midnight_that_takes_the_lock_after_the_next_days
     assert not limiter.acquire("tok", midnight + timedelta(seconds=1)).allowed
 
 
+def test_a_file_that_is_no_ring_is_refused_at_the_first_decision(tmp_path: Path) -> None:
+    limiter = RateLimiter.open(tmp_path, Limits(3, 1000))
+    path = ring_path(tmp_path, "tok")
+    path.write_bytes(b"SQLite format 3\0" + b"\1" * 200)
+    with pytest.raises(ValueError, match="not a rate-limit ring file"):
+        limiter.acquire("tok", T0)
+    assert path.read_bytes()[:16] == b"SQLite format 3\0"  # left as it was
+
+
 def test_a_changed_limit_counts_the_requests_already_in_the_window(tmp_path: Path) -> None:
     """DECISIONS 9: "at most N in (t-60 s, t]", exact across restarts, N being the limit the
     gateway runs with now: a raised limit lets through exactly the difference, a lowered one
