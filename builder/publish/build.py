@@ -133,6 +133,7 @@ class Builder:
             previous = self.tree.built_root(done)
         log = LogWriter(self.tree, self.log) if self.log is not None else None
         if log is not None:
+            log.check_key(self.registry_id)
             self.registry.row_check = log.row_check(
                 published or 0, lambda number: revision_leaf(self.registry, number)
             )

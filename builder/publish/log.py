@@ -37,6 +37,12 @@ class LogSigner:
     origin: str | None = None
 
 
+class KeyChanged(Conflict):
+    """The home's signing key is not the one the tree's log is signed with: refused (exit 1)."""
+
+    command = "build"
+
+
 class HistoryRewritten(Conflict):
     """The tree to sign does not extend the last checkpoint signed: refused (exit 1)."""
 
@@ -71,6 +77,26 @@ class LogWriter:
         self.tree = tree
         self.signer = signer
         self.reader = LogReader(tree.site)
+
+    def check_key(self, registry_id: str | None) -> None:
+        """Refuse, before anything is rendered, to sign a tree's log with another key than the
+        one its ``log/key`` names (consumers pinned that one): a home that lost ``log.key``
+        would make a new key, and ``FXEV_LOG_ORIGIN`` changed names another."""
+        theirs = self.reader.key()
+        if theirs is None:
+            return
+        home = self.signer.home
+        ours = "none"
+        if (home / logkey.KEY_FILE).exists():
+            origin = self.signer.origin or logkey.default_origin(registry_id)
+            ours = logkey.verifier_key(home, origin).text
+        if ours != theirs.strip():
+            raise KeyChanged(
+                f"refusing to sign: the tree's log is signed by {theirs.strip()}, this home's key"
+                f" is {ours} ({home / logkey.KEY_FILE}); restore log.key and log.signed, or, to"
+                " start a new log under a new key, move log.signed away and run"
+                " fxev build --rebuild"
+            )
 
     def row_check(self, published: int, leaf: Callable[[int], Leaf]) -> RowCheck | None:
         """The check of rows read from revisions up to ``published``, when its log is whole."""

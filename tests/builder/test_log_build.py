@@ -146,6 +146,35 @@ def test_a_rewritten_registry_cannot_be_signed(tmp_path: Path) -> None:
     assert fxev(env, "build").returncode == 0
 
 
+@pytest.mark.parametrize("lost", [("log.key",), ("log.key", "log.signed")])
+def test_a_home_whose_key_was_lost_does_not_sign_the_published_log_with_a_new_one(
+    tmp_path: Path, lost: tuple[str, ...]
+) -> None:
+    """docs/transparency.md#key: consumers pin the verifier key. A home that lost `log.key`
+    (restored from a backup without it) made a new key on its next build and signed the
+    published log with it, replacing the tree's `log/key`: every pinned verifier then failed.
+    The build refuses, one line, exit 1, the tree as it was; `--rebuild` (a fresh tree, a new
+    log) is the deliberate way to a new key."""
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    pinned = vkey(env)
+    for name in lost:
+        (tmp_path / "var" / name).unlink()
+    seed(env, tmp_path, (MORE,))
+    before = tree_files(tmp_path / "site_out")
+    refused = fxev(env, "build")
+    assert refused.returncode == 1, refused
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "key" in refused.stderr and pinned.name in refused.stderr, refused.stderr
+    assert tree_files(tmp_path / "site_out") == before  # refused before rendering anything
+    assert fxev(env, "build").returncode == 1  # and again
+    (tmp_path / "var" / "log.signed").unlink(missing_ok=True)  # what the old key signed
+    rotated = fxev(env, "build", "--rebuild")
+    assert rotated.returncode == 0, rotated.stderr
+    assert vkey(env).key_id != pinned.key_id
+
+
 def test_a_rebuild_gives_the_same_log_bytes(tmp_path: Path) -> None:
     env = env_for(tmp_path)
     seed(env, tmp_path, CSVS)
