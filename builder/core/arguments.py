@@ -31,6 +31,11 @@ def port_or_free(raw: str) -> int:
     return _port(raw, lowest=0)
 
 
+def ports_or_free(raw: str) -> list[int]:
+    """Comma-separated TCP ports, each as :func:`port_or_free` reads it (argparse ``type``)."""
+    return [port_or_free(part) for part in raw.split(",")]
+
+
 def _port(raw: str, lowest: int) -> int:
     try:
         port = int(raw)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from builder.core.arguments import OneLineParser, port_or_free
+from builder.core.arguments import OneLineParser, port_or_free, ports_or_free
 from builder.core.errors import FxevError
 from builder.fleet.processes import HOST, say
 from builder.fleet.topology import Topology, plan
@@ -36,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--root", type=Path, default=Path("var/fleet"), help="the fleet's folder")
     parser.add_argument(
-        "--ports", default="8001,8002", help="the gateways' ports, one per host (default 8001,8002)"
-    )
+        "--ports", type=ports_or_free, default=[8001, 8002],
+        help="the gateways' ports, comma-separated, one per host (default 8001,8002)",
+    )  # fmt: skip
     parser.add_argument(
         "--edge-port", type=port_or_free, default=8080,
         help="the edge's port, in front of the gateways (default 8080; 0: a free one)",
@@ -61,7 +62,7 @@ def interrupt(signum: int, frame: object) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        ports = [int(port) for port in args.ports.split(",")]
+        ports = args.ports
         check_ports([*ports, args.edge_port])
         topology = plan(
             args.root, gateway_ports=ports, settings=passed_settings(os.environ),

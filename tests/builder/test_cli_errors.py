@@ -210,8 +210,10 @@ def test_a_usage_error_is_one_line_exit_2_and_no_home(
          "python -m builder.demo: error: argument --port: expected a port 1-65535, got 'x'"),
         ("builder.fleet", ("--nonsense",),
          "python -m builder.fleet: error: unrecognized arguments: --nonsense"),
+        ("builder.fleet", ("--ports", "8001,x"),
+         "python -m builder.fleet: error: argument --ports: expected a port 0-65535, got 'x'"),
     ],
-    ids=["gateway", "demo", "fleet"],
+    ids=["gateway", "demo", "fleet", "fleet's ports"],
 )  # fmt: skip
 def test_the_other_command_lines_print_usage_errors_on_one_line(
     tmp_path: Path, module: str, args: tuple[str, ...], message: str
