@@ -34,6 +34,14 @@ _DIGEST = """\
             add_header Repr-Digest $fxev_repr_digest always;
             add_header Vary $fxev_vary always;"""
 
+# What nginx answers by itself (no gateway answered, or it refused the request): the API's JSON
+# error body, with a fresh request id of its own, never cached.
+_OWN_ANSWER = """\
+            default_type application/json;
+            add_header X-Request-Id $fxev_own_request_id always;
+            add_header Cache-Control no-store always;
+            add_header X-Cache PASS always;"""
+
 TEMPLATE = """\
 # fxev's edge: nginx in front of the gateways (docs/operating/edge.md). Made by
 # `fxev edge config`. It holds the edge's credential: keep this file private (mode 0600).
@@ -221,10 +229,7 @@ http {
         }
         # No gateway answered: the API's 503 body (no detail: DECISIONS 9), retryable.
         location @fxev_down {
-            default_type application/json;
-            add_header X-Request-Id $fxev_own_request_id always;
-            add_header Cache-Control no-store always;
-            add_header X-Cache PASS always;
+@@OWN_ANSWER@@
             set $fxev_down '{"code":"INTERNAL","message":"Internal error.","request_id":';
             return 503 '$fxev_down"$fxev_own_request_id","retryable":true}';
         }
@@ -233,20 +238,14 @@ http {
         location = /_fxev_malformed {
             internal;
             error_page 404 = @fxev_pass;
-            default_type application/json;
-            add_header X-Request-Id $fxev_own_request_id always;
-            add_header Cache-Control no-store always;
-            add_header X-Cache PASS always;
+@@OWN_ANSWER@@
             set $fxev_bad '{"code":"INVALID_PARAMS","message":"The request is malformed.",';
             return 200 '$fxev_bad"request_id":"$fxev_own_request_id","retryable":false}';
         }
         location = /_fxev_not_allowed {
             internal;
             error_page 404 = @fxev_pass;
-            default_type application/json;
-            add_header X-Request-Id $fxev_own_request_id always;
-            add_header Cache-Control no-store always;
-            add_header X-Cache PASS always;
+@@OWN_ANSWER@@
             add_header Allow "GET, HEAD" always;
             set $fxev_bad '{"code":"METHOD_NOT_ALLOWED","message":';
             set $fxev_bad '$fxev_bad"Only GET and HEAD are allowed.","request_id":';
@@ -343,5 +342,6 @@ IMMUTABLE = "@@CHECK@@@@CACHED@@"
 BLOCKS = {"IMMUTABLE": IMMUTABLE, "CACHED": CACHED, "FULL_STEP": FULL_STEP}
 BLOCKS |= {"AUTH_HEADERS": AUTH_HEADERS, "PASSED": _PASSED, "DIGEST": _DIGEST, "STRIP": _STRIP}
 BLOCKS["UPSTREAM_HEADERS"] = _UPSTREAM_HEADERS
+BLOCKS["OWN_ANSWER"] = _OWN_ANSWER
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
 LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}
