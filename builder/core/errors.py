@@ -24,7 +24,8 @@ Where the package errors hang (each keeps its name and, where callers rely on it
                     tokens.store.TokenError, verifier.command.VerifyError (exit 2),
                     verifier.command.VerifyUsageError (exit 2)
     NotFound        ImportFileUnreadable, SavedFileUnreadable, AlertNotFound, TokenNotFound
-    Conflict        AlertConflict, TokenConflict, builder.publish.log.HistoryRewritten
+    Conflict        AlertConflict, TokenConflict, builder.publish.log.HistoryRewritten,
+                    builder.publish.log.KeyChanged
     ConfigurationError  builder.core.settings.SettingsError
     StorageError    builder.publish.warc.ExportWriteError, and what :func:`from_environment` makes
     IntegrityError  builder.tree.reader.TreeCorruptError, builder.publish.warc.ExportError
