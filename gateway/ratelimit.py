@@ -239,19 +239,15 @@ class Ring:
         mapped = size if self.slots_mapped else RingFile.HEADER.size
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            if os.fstat(self.fd).st_size < mapped:
-                self.lock()
-                try:
+            self.lock()  # once: the file grown, mapped and laid out for this limit
+            try:
+                if os.fstat(self.fd).st_size < mapped:
                     os.posix_fallocate(self.fd, 0, mapped)  # grows the file; new bytes read 0
-                finally:
-                    self.unlock()
-            self.map = mmap.mmap(self.fd, mapped)
-            if self.slots_mapped:
-                self.lock()
-                try:
+                self.map = mmap.mmap(self.fd, mapped)
+                if self.slots_mapped:
                     self.settle(per_min)
-                finally:
-                    self.unlock()
+            finally:
+                self.unlock()
         except BaseException:
             os.close(self.fd)
             raise
