@@ -58,13 +58,15 @@ from builder.sources.common import (
     SourceFormatError,
     check_rate_invariants,
 )
-from builder.sources.jsontext import array_elements, expect, expect_end, skip, value_at
+from builder.sources.jsontext import answer_text, array_elements, expect, expect_end, skip, value_at
 
 FUENTE = "centralbank"
 SERIE = "cierre"
 PARSER_VERSION = "centralbank_json-1.0"
 LANGUAGES = ("ing", "esp")
 NO_DATA = "n.d."
+# The HTML pages the bank's API is known to answer instead of JSON: a marker in the page, its name.
+KNOWN_PAGES = {"_Incapsula_Resource": "a WAF challenge page"}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -157,7 +159,7 @@ def parse_response(body: bytes, *, start: date, end: date, today_lima: date) -> 
     Raises ``SourceFormatError`` or ``InvariantError``; ``ValueError`` for a bad range.
     """
     _check_range(start, end)
-    top, rows = _split_document(_decode_text(body))
+    top, rows = _split_document(answer_text(body, KNOWN_PAGES))
     compra_index, venta_index = _column_indexes(top["config"])
     width = len(top["config"]["series"])
     days: list[ParsedRate | NoData] = []
@@ -194,19 +196,6 @@ def _check_range(start: date, end: date) -> None:
         raise ValueError(f"start {start} is after end {end}")
     if end.year - start.year >= 100:
         raise ValueError("a range of 100 years or more makes two-digit years ambiguous")
-
-
-def _decode_text(body: bytes) -> str:
-    if not body.strip():
-        raise SourceFormatError("body is empty")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise SourceFormatError(f"body is not UTF-8 text: {error}") from None
-    if text.lstrip(" \t\r\n").startswith("<"):
-        hint = " (a WAF challenge page)" if "_Incapsula_Resource" in text else ""
-        raise SourceFormatError(f"body is an HTML page, not JSON{hint}")
-    return text
 
 
 def _split_document(text: str) -> tuple[dict[str, Any], list[tuple[Any, str]]]:

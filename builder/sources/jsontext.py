@@ -19,6 +19,23 @@ from builder.sources.common import SourceFormatError
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
+def answer_text(body: bytes, known_pages: dict[str, str]) -> str:
+    """``body`` as the text of a JSON answer: not empty, UTF-8, and not an HTML page. An HTML
+    page is named by the first of ``known_pages`` (a marker its text holds -> what the page is)
+    it holds, so the failure says which page the source sent."""
+    if not body.strip():
+        raise SourceFormatError("body is empty")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SourceFormatError(f"body is not UTF-8 text: {error}") from None
+    if text.lstrip(" \t\r\n").startswith("<"):
+        page = next((name for marker, name in known_pages.items() if marker in text), None)
+        hint = "" if page is None else f" ({page})"
+        raise SourceFormatError(f"body is an HTML page, not JSON{hint}")
+    return text
+
+
 def _refuse_constant(name: str) -> Any:
     raise SourceFormatError(f"JSON constant {name} is not valid JSON")
 

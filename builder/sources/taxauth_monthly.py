@@ -42,7 +42,7 @@ from builder.sources.common import (
     SourceFormatError,
     check_rate_invariants,
 )
-from builder.sources.jsontext import array_elements, expect_end, skip
+from builder.sources.jsontext import answer_text, array_elements, expect_end, skip
 
 FUENTE = "taxauth_txt"
 SERIE = "publicado"
@@ -51,6 +51,8 @@ PARSER_VERSION = "taxauth_mensual-1.0"
 # the text file's.
 ENDPOINT = "https://e-consulta.sunat.gob.pe/cl-at-ittipcam/tcS01Alias/listarTipoCambio"
 SIDES = {"C": "compra", "V": "venta"}
+# The HTML page the endpoint answers instead of JSON (its firewall): a marker in it, its name.
+KNOWN_PAGES = {"Request Rejected": "the firewall's rejection page"}
 
 _ROW_KEYS = {"fecPublica", "valTipo", "codTipo"}
 _DATE = re.compile(r"([0-9]{2})/([0-9]{2})/([0-9]{4})")
@@ -99,7 +101,7 @@ def parse_monthly(body: bytes, *, year: int, month: int, today_lima: date) -> Mo
 
     Raises ``SourceFormatError`` or ``InvariantError``.
     """
-    text = _decode_text(body)
+    text = answer_text(body, KNOWN_PAGES)
     elements, end = array_elements(text, skip(text, 0), "the answer", "row")
     expect_end(text, end, "JSON array")
     sides: dict[date, dict[str, tuple[str, str]]] = {}
@@ -124,19 +126,6 @@ def parse_monthly(body: bytes, *, year: int, month: int, today_lima: date) -> Mo
             raise InvariantError(f"{fecha}: {error}") from None
         rates.append(rate)
     return MonthlyAnswer(rates=tuple(rates), rows=len(elements))
-
-
-def _decode_text(body: bytes) -> str:
-    if not body.strip():
-        raise SourceFormatError("body is empty")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise SourceFormatError(f"body is not UTF-8 text: {error}") from None
-    if text.lstrip(" \t\r\n").startswith("<"):
-        hint = " (the firewall's rejection page)" if "Request Rejected" in text else ""
-        raise SourceFormatError(f"body is an HTML page, not JSON{hint}")
-    return text
 
 
 def _read_row(row: Any, where: str, year: int, month: int) -> tuple[date, str, str]:
