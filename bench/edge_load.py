@@ -14,12 +14,12 @@
 
 Printed, never asserted: requests per second of the edge against nginx's files (goal 0.6 for
 the cached answers) and against the gateway alone (goal 0.8 for ``latest``); the gateway alone
-against nginx; p99 beside nginx's. The machine may be shared: ``FXEV_BENCH_REPEATS`` keeps the
-best of several runs.
+against nginx; p99 beside nginx's. Every figure is measured in ``FXEV_BENCH_REPEATS`` rounds
+and printed as the best round's, with the range over the rounds beside it.
 
 Environment: ``FXEV_BENCH_WRK_SECONDS`` (5), ``FXEV_BENCH_EDGE_CONNECTIONS`` (``32,64``),
 ``FXEV_BENCH_WRK_THREADS`` (2), ``FXEV_BENCH_P99_CONNECTIONS`` (4), ``FXEV_BENCH_WORKERS`` (2),
-``FXEV_BENCH_REPEATS`` (1), ``FXEV_BENCH_DIR``.
+``FXEV_BENCH_REPEATS`` (2), ``FXEV_BENCH_DIR``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from bench.wrk import run_wrk
 from gateway import edge, pagetoken
 from gateway.edge_config import EdgePlan, edge_config
 from tests.support.edge import start_edge
-from tests.support.wrk import WrkResult
+from tests.support.wrk import WrkResult, spread
 
 NGINX, GATEWAY, EDGE, SANIC_STEP = "nginx files", "gateway", "edge", "edge, no lane"
 GOALS = {("year page", NGINX): 0.6, ("evidence", NGINX): 0.6, ("latest", GATEWAY): 0.8}
@@ -61,7 +61,7 @@ class EdgePlanRun:
 
 
 def run(plan: EdgePlanRun, base_dir: Path | None) -> str:
-    results: dict[tuple[str, str, int], WrkResult] = {}
+    results: dict[tuple[str, str, int], list[WrkResult]] = {}
     with tempfile.TemporaryDirectory(prefix="fxev-bench-edge-", dir=base_dir) as temp:
         folder = Path(temp)
         env = bench_env(folder)
@@ -119,10 +119,10 @@ def measure_endpoint(
     urls: dict[str, str],
     headers: dict[str, str],
     plan: EdgePlanRun,
-    results: dict[tuple[str, str, int], WrkResult],
+    results: dict[tuple[str, str, int], list[WrkResult]],
 ) -> None:
-    """Each connection count, the three servers back to back (so a burst of load from elsewhere
-    on a shared machine hits all three alike), ``plan.repeats`` times; the best of each kept."""
+    """Each connection count, the servers back to back (so a burst of load from elsewhere on a
+    shared machine hits them alike), ``plan.repeats`` rounds; every run kept, in round order."""
     for url in urls.values():
         run_wrk(url, 1, plan.p99_connections, 1, headers)  # warm-up: memos, the edge's cache
     for connections in (*plan.connections, plan.p99_connections):
@@ -133,48 +133,72 @@ def measure_endpoint(
                 if found.non_2xx_3xx or found.socket_errors:
                     progress(f"  warning: {url}: {found.non_2xx_3xx} non-2xx/3xx,"
                              f" {found.socket_errors} socket errors")  # fmt: skip
-                key = (label, name, connections)
-                kept = results.get(key)
-                if kept is None or (found.p99_s < kept.p99_s if few else found.rps > kept.rps):
-                    results[key] = found
+                results.setdefault((label, name, connections), []).append(found)
                 progress(
                     f"{label:<12} {name:<9} c={connections:<3} {found.rps:>9,.0f} rps"
                     f" p99 {found.p99_s * 1000:.2f} ms"
                 )
 
 
+RATIOS = ((EDGE, NGINX), (EDGE, GATEWAY), (GATEWAY, NGINX), (SANIC_STEP, NGINX))
+
+
 def report(
-    plan: EdgePlanRun, names: list[str], results: dict[tuple[str, str, int], WrkResult]
+    plan: EdgePlanRun, names: list[str], results: dict[tuple[str, str, int], list[WrkResult]]
 ) -> str:
+    """Requests per second and ratios as the best run and, over several rounds, the range in
+    brackets (a ratio's range from the rounds' own pairs of runs, made back to back); p99 the
+    calmest run's, with its range."""
+    rounds = "1 round" if plan.repeats == 1 else f"best of {plan.repeats} rounds (min-max)"
     lines = [
-        f"edge load: wrk {plan.seconds} s per run, best of {plan.repeats}; one gateway of"
+        f"edge load: wrk {plan.seconds} s per run, {rounds}; one gateway of"
         f" {plan.workers} workers (ledger on) behind the edge; nginx serves the same bytes"
     ]
+    servers = (NGINX, GATEWAY, EDGE, SANIC_STEP)
     for connections in plan.connections:
+        rps = {
+            (label, name): [r.rps for r in results[(label, name, connections)]]
+            for label in servers
+            for name in names
+        }
+        cells = {key: spread(values) for key, values in rps.items()}
+        widths = [max(len(label), *(len(cells[(label, n)]) for n in names)) for label in servers]
         lines.append(f"\nrequests per second at {connections} connections:")
-        lines.append(
-            f"  {'endpoint':<10} {NGINX:>12} {GATEWAY:>10} {EDGE:>10} {'no lane':>10}"
-            f"  edge/nginx  edge/gateway  gateway/nginx  no lane/nginx"
-        )
+        lines.append(f"  {'endpoint':<10}" + "".join(
+            f"  {label:>{w}}" for label, w in zip(servers, widths, strict=True)
+        ))  # fmt: skip
         for name in names:
-            n, g, e, w = (
-                results[(label, name, connections)].rps
-                for label in (NGINX, GATEWAY, EDGE, SANIC_STEP)
-            )
-            goal = next((f" (goal {v:g} of {k[1]})" for k, v in GOALS.items() if k[0] == name), "")
-            lines.append(
-                f"  {name:<10} {n:>12,.0f} {g:>10,.0f} {e:>10,.0f} {w:>10,.0f}"
-                f"  {e / n:>10.2f}  {e / g:>12.2f}  {g / n:>13.2f}  {w / n:>13.2f}{goal}"
-            )
+            lines.append(f"  {name:<10}" + "".join(
+                f"  {cells[(label, name)]:>{w}}" for label, w in zip(servers, widths, strict=True)
+            ))  # fmt: skip
+        each = "" if plan.repeats == 1 else " (each round's own, min-max)"
+        lines.append(f"ratios at {connections} connections, best against best{each}:")
+        heads = [f"{a}/{b}".replace("nginx files", "nginx") for a, b in RATIOS]
+        lines.append(f"  {'endpoint':<10}" + "".join(f"  {h:>18}" for h in heads))
+        for name in names:
+            row = "".join(f"  {ratio_spread(rps[(a, name)], rps[(b, name)]):>18}"
+                          for a, b in RATIOS)  # fmt: skip
+            goal = next((f"  (goal {v:g} of {k[1]})" for k, v in GOALS.items() if k[0] == name), "")
+            lines.append(f"  {name:<10}{row}{goal}")
     p = plan.p99_connections
-    lines.append(f"\np99 at {p} connections (ms):")
+    lines.append(f"\np99 at {p} connections (ms), the calmest run:")
     for name in names:
-        cells = "  ".join(
-            f"{label} {results[(label, name, p)].p99_s * 1000:.2f}"
-            for label in (NGINX, GATEWAY, EDGE, SANIC_STEP)
+        cells_p99 = "  ".join(
+            f"{label} "
+            + spread([r.p99_s * 1000 for r in results[(label, name, p)]], ".2f", best=min)
+            for label in servers
         )
-        lines.append(f"  {name:<10} {cells}")
+        lines.append(f"  {name:<10} {cells_p99}")
     return "\n".join(lines)
+
+
+def ratio_spread(values: list[float], bases: list[float]) -> str:
+    """The best run's ratio (``max(values) / max(bases)``), with the range of each round's."""
+    best_ratio = f"{max(values) / max(bases):.2f}"
+    if len(values) == 1:
+        return best_ratio
+    each = [value / base for value, base in zip(values, bases, strict=True)]
+    return f"{best_ratio} ({min(each):.2f}-{max(each):.2f})"
 
 
 def connection_counts(text: str) -> tuple[int, ...]:
@@ -188,7 +212,7 @@ def main() -> int:
         threads=env_int("FXEV_BENCH_WRK_THREADS", 2),
         p99_connections=env_int("FXEV_BENCH_P99_CONNECTIONS", 4),
         workers=env_int("FXEV_BENCH_WORKERS", 2),
-        repeats=env_int("FXEV_BENCH_REPEATS", 1),
+        repeats=env_int("FXEV_BENCH_REPEATS", 2),
     )
     base = os.environ.get("FXEV_BENCH_DIR")
     print(run(plan, Path(base) if base else None), flush=True)

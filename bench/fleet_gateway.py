@@ -54,6 +54,7 @@ from builder.fleet.processes import free_ports, redis_service
 from gateway.fleet_limits import ADMIT, RedisGate
 from gateway.ratelimit import Limits, epoch_us
 from gateway.redis_pipe import PipelinedScript
+from tests.support.wrk import spread
 from tokens.redis_store import RedisTokenStore
 from tokens.store import token_hash
 
@@ -141,10 +142,6 @@ def client_rates(url: str, seconds: float) -> dict[str, tuple[float, float]]:
     return asyncio.run(_client_rates(url, seconds))
 
 
-def spread(values: list[float], fmt: str) -> str:
-    return f"{format(max(values), fmt)} ({format(min(values), fmt)}-{format(max(values), fmt)})"
-
-
 def report(samples: dict[tuple[str, str], list[Sample]], names: list[str], title: str) -> str:
     lines = [title, ""]
     header = f"{'request':<10} {'mode':<9} {'rps best (min-max)':>24} {'CPU us/req best':>26}"
@@ -153,8 +150,7 @@ def report(samples: dict[tuple[str, str], list[Sample]], names: list[str], title
         for mode in MODES:
             found = samples[(name, mode)]
             rps = spread([s.rps for s in found], ",.0f")
-            cpu_values = [s.cpu_us for s in found]
-            cpu = f"{min(cpu_values):.1f} ({min(cpu_values):.1f}-{max(cpu_values):.1f})"
+            cpu = spread([s.cpu_us for s in found], ".1f", min)
             redis_cpu = f"{min(s.redis_cpu_us for s in found):.1f}" if mode == "fleet" else "-"
             lines.append(f"{name:<10} {mode:<9} {rps:>24} {cpu:>26}  {redis_cpu}")
         one, fleet = samples[(name, MODES[0])], samples[(name, MODES[1])]

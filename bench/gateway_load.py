@@ -16,7 +16,7 @@ nginx's, and the ledger's cost (on against off).
 
 Environment: ``FXEV_BENCH_WRK_SECONDS`` (5), ``FXEV_BENCH_WRK_CONNECTIONS`` (64),
 ``FXEV_BENCH_WRK_THREADS`` (2), ``FXEV_BENCH_P99_CONNECTIONS`` (4), ``FXEV_BENCH_WORKERS`` (2),
-``FXEV_BENCH_REPEATS`` (1; more: the best of that many runs per figure, for a noisy machine),
+``FXEV_BENCH_REPEATS`` (2: the best of that many runs per figure, printed with their range),
 ``FXEV_BENCH_DIR`` (where the temporary home goes). Progress goes to stderr, the table to stdout.
 """
 
@@ -37,7 +37,7 @@ from bench.servers import bare_sanic, cpu_seconds, descendants, gateway, nginx
 from bench.wrk import run_wrk
 from builder.tree.reader import TreeReader
 from gateway.ratelimit import MAPPED_SLOTS
-from tests.support.wrk import Measurement, best
+from tests.support.wrk import Measurement, best, spread
 from tokens.store import TokenStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -154,10 +154,11 @@ def measure_once(url: str, headers: dict[str, str], pids: list[int], plan: Plan)
     return Measurement(throughput, per_request, latency)
 
 
-def measure(url: str, headers: dict[str, str], server_pid: int, plan: Plan) -> Measurement:
+def measure(url: str, headers: dict[str, str], server_pid: int, plan: Plan) -> list[Measurement]:
+    """``plan.repeats`` measurements of ``url``, after a warm-up."""
     run_wrk(url, 1, plan.p99_connections, 1, headers)  # warm-up: memos, caches, connections
     pids = descendants(server_pid)
-    return best([measure_once(url, headers, pids, plan) for _ in range(plan.repeats)])
+    return [measure_once(url, headers, pids, plan) for _ in range(plan.repeats)]
 
 
 def measure_all(
@@ -167,10 +168,11 @@ def measure_all(
     paths: dict[str, str],
     headers: dict[str, str],
     plan: Plan,
-    results: dict[tuple[str, str], Measurement],
+    results: dict[tuple[str, str], list[Measurement]],
 ) -> None:
     for name, path in paths.items():
-        found = results[(label, name)] = measure(base + path, headers, pid, plan)
+        runs = results[(label, name)] = measure(base + path, headers, pid, plan)
+        found = best(runs)
         progress(
             f"{label:<18} {name:<9} {found.throughput.rps:>9,.0f} rps"
             f" {found.cpu_us_per_request:>7.1f} us CPU/req"
@@ -188,8 +190,11 @@ def ratio(value: float, base: float) -> str:
 def report(
     plan: Plan,
     sizes: dict[str, int],
-    results: dict[tuple[str, str], Measurement],
+    runs: dict[tuple[str, str], list[Measurement]],
 ) -> str:
+    """A row per server and request: the best run's figures (``best``), requests per second and
+    p99 with their range over the runs in brackets."""
+    results = {key: best(found) for key, found in runs.items()}
     header = [
         "endpoint",
         "bytes",
@@ -213,12 +218,12 @@ def report(
                     name if label == NGINX else "",
                     f"{size:,}" if label == NGINX else "",
                     label,
-                    f"{found.throughput.rps:,.0f}",
+                    spread([m.throughput.rps for m in runs[(label, name)]]),
                     ratio(found.throughput.rps, base.throughput.rps),
                     f"{TARGETS[name]:g}" if label == LEDGER_ON and name in TARGETS else "",
                     f"{found.cpu_us_per_request:.1f}",
                     ratio(found.cpu_us_per_request, base.cpu_us_per_request),
-                    f"{found.latency.p99_s * 1000:.2f}",
+                    spread([m.latency.p99_s * 1000 for m in runs[(label, name)]], ".2f", min),
                 ]
             )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
@@ -250,7 +255,7 @@ def report(
 
 
 def run(plan: Plan, base_dir: Path | None) -> str:
-    results: dict[tuple[str, str], Measurement] = {}
+    results: dict[tuple[str, str], list[Measurement]] = {}
     with tempfile.TemporaryDirectory(prefix="fxev-bench-gateway-", dir=base_dir) as temp:
         folder = Path(temp)
         env = bench_env(folder)
@@ -289,7 +294,7 @@ def run(plan: Plan, base_dir: Path | None) -> str:
     title = (
         f"gateway load: {plan.workers} workers each, wrk {plan.seconds} s per run,"
         f" {plan.connections} connections for rps and CPU, {plan.p99_connections} for p99,"
-        f" best of {plan.repeats};"
+        f" best of {plan.repeats} runs (min-max in brackets);"
         f" 'gateway' has the durable ledger and the rate limiter on"
     )
     return title + "\n" + report(plan, sizes, results)
@@ -302,7 +307,7 @@ def main() -> int:
         threads=env_int("FXEV_BENCH_WRK_THREADS", 2),
         p99_connections=env_int("FXEV_BENCH_P99_CONNECTIONS", 4),
         workers=env_int("FXEV_BENCH_WORKERS", 2),
-        repeats=env_int("FXEV_BENCH_REPEATS", 1),
+        repeats=env_int("FXEV_BENCH_REPEATS", 2),
     )
     base = os.environ.get("FXEV_BENCH_DIR")
     print(run(plan, Path(base) if base else None), flush=True)

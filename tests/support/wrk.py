@@ -2,7 +2,8 @@
 
 ``wrk_command`` is the bounded command line of one run; ``parse_wrk_output`` reads the text
 ``wrk --latency`` prints (requests and duration, latency percentiles, socket errors, non-2xx/3xx
-answers) into a :class:`WrkResult`; ``best`` keeps the least disturbed of repeated measurements.
+answers) into a :class:`WrkResult`; ``best`` keeps the least disturbed of repeated measurements,
+and ``spread`` prints repeated figures as their best and their range.
 ``bench.wrk`` runs the command; ``bench.gateway_load`` measures with it.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Sequence
 
 _UNITS_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _TOTAL = re.compile(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m|h),", re.MULTILINE)
@@ -92,3 +94,17 @@ def best(measurements: list[Measurement]) -> Measurement:
     fastest = max(measurements, key=lambda m: m.throughput.rps)
     calmest = min(measurements, key=lambda m: m.latency.p99_s)
     return Measurement(fastest.throughput, fastest.cpu_us_per_request, calmest.latency)
+
+
+def spread(
+    values: Sequence[float], fmt: str = ",.0f", best: Callable[[Sequence[float]], float] = max
+) -> str:
+    """Repeated figures of one measurement: the best (``best``: ``max`` for a rate, ``min`` for
+    a latency) and, when there are several, the lowest and highest in brackets, so a reader sees
+    how far one run may fall from another: ``9,357 (8,758-9,357)``."""
+    if not values:
+        raise ValueError("no figures to report")
+    text = format(best(values), fmt)
+    if len(values) == 1:
+        return text
+    return f"{text} ({format(min(values), fmt)}-{format(max(values), fmt)})"

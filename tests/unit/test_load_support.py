@@ -1,12 +1,14 @@
 """Pure parts of the gateway benchmark (``tests.support``): nginx's configuration, the best of
-noisy runs."""
+noisy runs and their spread."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.nginx import nginx_config
-from tests.support.wrk import Measurement, WrkResult, best
+from tests.support.wrk import Measurement, WrkResult, best, spread
 
 
 def test_nginx_serves_the_folder_on_loopback_in_the_foreground_without_logs() -> None:
@@ -35,3 +37,14 @@ def test_best_takes_the_fastest_run_with_its_cpu_and_the_calmest_p99() -> None:
     chosen = best([noisy, calm])
     assert chosen.throughput.rps == 1200 and chosen.cpu_us_per_request == 400.0
     assert chosen.latency.p99_s == 0.004
+
+
+def test_spread_gives_the_best_and_the_range_of_repeated_figures() -> None:
+    assert spread([8758.4, 9357.2]) == "9,357 (8,758-9,357)"
+    assert spread([0.0021, 0.0019, 0.0045], ".4f", best=min) == "0.0019 (0.0019-0.0045)"
+    assert spread([0.26], ".2f") == "0.26"  # one run: no range to give
+
+
+def test_spread_of_no_figures_is_refused() -> None:
+    with pytest.raises(ValueError, match="no figures"):
+        spread([])
