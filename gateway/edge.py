@@ -11,7 +11,9 @@ only the edge can make, each carrying the installation's edge credential (``X-Fx
     ``X-Fxev-Answer``.
 ``GET /_edge/answer`` (the edge's ``error_page 401``)
     Sends back the answer packed in ``X-Fxev-Answer``: status, headers and body as they were.
-    Nothing is counted or recorded: the auth step did both.
+    Nothing is counted or recorded: the auth step did both. A 304 carries, for the edge only,
+    the type of the representation it stands for (``X-Fxev-Type``): nginx compresses a 200 of
+    that type for a client accepting gzip, and its 304 must then carry the weak ETag too.
 The cache fill (the original request, with ``X-Fxev-Admitted`` and ``X-Fxev-Expect``)
     Admitted and recorded by the auth step under the request id it names, so neither checked
     nor counted again, nor recorded; answered only if its ETag is still the one the auth step
@@ -47,6 +49,7 @@ ADMITTED = "x-fxev-admitted"
 EXPECT = "x-fxev-expect"
 ANSWER = "X-Fxev-Answer"
 ETAG = "X-Fxev-Etag"
+TYPE = "X-Fxev-Type"
 AUTH_PATH = "/_edge/auth"
 ANSWER_PATH = "/_edge/answer"
 SECRET_FILE = "edge.secret"
@@ -124,10 +127,13 @@ def cacheable(response: HTTPResponse) -> bool:
 
 
 def pack(response: HTTPResponse) -> str:
-    """A whole answer in one header value: base64 of its status line, headers and body."""
+    """A whole answer in one header value: base64 of its status line, headers and body; a 304's
+    representation type as ``X-Fxev-Type`` (the edge's, which it does not pass on)."""
     lines = [str(response.status)]
     if response.content_type and response.body and "content-type" not in response.headers:
         lines.append(f"content-type: {response.content_type}")
+    elif response.status == 304 and response.content_type:
+        lines.append(f"{TYPE}: {response.content_type}")
     lines += [f"{name}: {value}" for name, value in response.headers.items()]
     head = "\r\n".join(lines).encode(errors="surrogateescape")
     return base64.b64encode(head + b"\r\n\r\n" + (response.body or b"")).decode("ascii")

@@ -30,9 +30,12 @@ _UPSTREAM_HEADERS = """\
 _DIGEST = """\
             # A body nginx compresses goes without the gateway's Repr-Digest (it describes the
             # identity body, which the ledger hashes) and says it varies; any other keeps it.
+            # A 304 standing for a compressed 200 carries that 200's weak ETag and Vary.
             proxy_hide_header Repr-Digest;
+            proxy_hide_header X-Fxev-Type;
             add_header Repr-Digest $fxev_repr_digest always;
-            add_header Vary $fxev_vary always;"""
+            add_header Vary $fxev_vary always;
+            add_header ETag $fxev_validator;"""
 
 # What nginx answers by itself (no gateway answered, or it refused the request): the API's JSON
 # error body, with a fresh request id of its own, never cached.
@@ -80,12 +83,14 @@ http {
                      inactive=@@INACTIVE@@ use_temp_path=off;
 
     # gzip for JSON (and HTML, which nginx always includes) when the client accepts it; nginx
-    # makes the ETag weak. The maps below predict when it compresses (status 200/403/404, one
-    # of those types, HTTP/1.1, and "gzip" accepted as nginx reads Accept-Encoding: the first
-    # "gzip" token, bare or with ";q=" of a non-zero value of at most three decimals; the type
-    # bare or followed by ";charset=..." only, as nginx matches it), to drop Repr-Digest from and
-    # add Vary: Accept-Encoding to exactly those (gzip_vary adds it to identity answers too). A
-    # HEAD, or a 304 nginx makes from a cached 200, has no body, so neither, as from the gateway.
+    # makes the ETag weak. The maps below predict when it compresses (status 200/403/404, a
+    # body that is not empty, one of those types, HTTP/1.1, and "gzip" accepted as nginx reads
+    # Accept-Encoding: the first "gzip" token, bare or with ";q=" of a non-zero value of at most
+    # three decimals; the type bare or followed by ";charset=..." only, as nginx matches it), to
+    # drop Repr-Digest from and add Vary: Accept-Encoding to exactly those (gzip_vary adds it
+    # to identity answers too); a HEAD gets the GET's headers. A 304 has no body, but it stands
+    # for the 200 it validates (RFC 9110 15.4.5): when that 200 would be compressed (its type
+    # from the gateway's X-Fxev-Type, or from the cached 200), the 304 says Vary and the weak ETag.
     gzip on;
     gzip_types application/json;
     gzip_min_length 1;
@@ -96,9 +101,20 @@ http {
         default 0;
         "@@GZIP_ACCEPTED@@" 1;
     }
-    map "$fxev_gzip_accepted $server_protocol $status $sent_http_content_type" $fxev_gzipped {
+    # What the answer is for that prediction: its type, or for a 304 the type of its 200.
+    map $status $fxev_shown_type {
+        default $sent_http_content_type;
+        304 $upstream_http_x_fxev_type$upstream_http_content_type;
+    }
+    map $fxev_shown_type $fxev_gzip_type {
         default 0;
-        "~*^1 HTTP/1\\.1 (200|403|404) (application/json|text/html)(;\\s*charset=[^;]*)?$" 1;
+        "~*^(application/json|text/html)(;\\s*charset=[^;]*)?$" 1;
+    }
+    map "$fxev_gzip_accepted$fxev_gzip_type $server_protocol $status $sent_http_content_length"
+        $fxev_gzipped {
+        default 0;
+        "~^11 HTTP/1\\.1 (200|403|404) (?!0$)" 1;
+        "~^11 HTTP/1\\.1 304 " 1;
     }
     map "$request_method $status $fxev_gzipped" $fxev_repr_digest {
         "~^HEAD " "";
@@ -106,17 +122,20 @@ http {
         "~ 1$" "";
         default $upstream_http_repr_digest;
     }
-    map "$request_method $fxev_gzipped" $fxev_vary {
+    map $fxev_gzipped $fxev_vary {
         default "";
-        "~^HEAD " "";
-        "~ 1$" Accept-Encoding;
+        1 Accept-Encoding;
+    }
+    map "$fxev_gzipped $status $upstream_http_etag" $fxev_validator {
+        default $upstream_http_etag;
+        "~^1 304 (?<fxev_strong>[^W].*)$" W/$fxev_strong;
     }
     # The immutable routes: the auth step decides what may be cached; everything else passes.
     map "$request_method $arg_as_of_revision" $fxev_as_of {
         default 0;
         "~^(GET|HEAD) ." 1;
     }
-    map "$http_if_match$http_if_unmodified_since" $fxev_preconditioned {
+    map "$http_if_match$http_if_unmodified_since$http_if_modified_since" $fxev_preconditioned {
         default 1;
         "" 0;
     }
@@ -166,8 +185,9 @@ http {
         error_page 405 =405 /_fxev_not_allowed;
 
         # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
-        # Passed too: If-Match or If-Unmodified-Since, which the gateways ignore, and which
-        # nginx would answer with its own 412 for an answer its cache holds.
+        # Passed too: If-Match, If-Unmodified-Since or If-Modified-Since, which the gateways
+        # ignore, and which nginx would answer itself for an answer its cache holds (its own
+        # 412, or a 200 where If-None-Match matches: RFC 9110 13.1.3 has it ignore the date).
         location = /v1/rates {
             error_page 418 = @fxev_pass;
             if ($fxev_as_of = 0) { return 418; }
@@ -180,9 +200,12 @@ http {
             if ($fxev_preconditioned) { return 418; }
 @@IMMUTABLE@@
         }
-        # The transparency log: public; cached as the gateway's Cache-Control says (tiles
-        # immutable, the checkpoint a few seconds), no token to check, a fresh X-Request-Id.
+        # The transparency log: public; tiles, entry bundles and rows lists cached (immutable),
+        # no token to check, a fresh X-Request-Id. Passed as the as-of pages are: requests
+        # with another precondition than If-None-Match.
         location /v1/log/ {
+            error_page 418 = @fxev_pass;
+            if ($fxev_preconditioned) { return 418; }
             proxy_cache fxev_cache;
             proxy_cache_key "log $request_uri";
             proxy_cache_lock on;
@@ -193,6 +216,14 @@ http {
 @@STRIP@@
 @@UPSTREAM_HEADERS@@
             proxy_pass http://fxev_gateways;
+        }
+        # The checkpoint and the log key: passed, as the gateway says them at this moment (no
+        # copy kept here a few seconds older than its Date says).
+        location = /v1/log/checkpoint {
+@@PASSED@@
+        }
+        location = /v1/log/key {
+@@PASSED@@
         }
         # Everything else: to a gateway as it came; the gateway checks, counts and records it.
         location / {

@@ -197,12 +197,20 @@ def test_a_head_has_the_gateways_headers_even_from_the_cache(topology: Topology)
 
 
 def test_if_none_match_answers_304(topology: Topology) -> None:
+    """A 304 carries the ETag (and Vary) of the 200 the same client gets (RFC 9110 15.4.5): the
+    strong one for a client taking identity, the weak one of the compressed body for a client
+    accepting gzip (section 12: "the ETag made weak")."""
     token = topology.token()
     etag = cached(topology, AS_OF).headers["ETag"]
-    for tag in (etag, "W/" + etag):
-        resp = topology.get(AS_OF, token, **{"If-None-Match": tag})
-        assert resp.status_code == 304 and resp.content == b""
-        assert resp.headers["ETag"] == etag
+    for accept, validator, vary in (
+        ("identity", etag, None),
+        ("gzip", "W/" + etag, "Accept-Encoding"),
+    ):
+        for tag in (etag, "W/" + etag):
+            resp = topology.get(AS_OF, token, **{"If-None-Match": tag, "Accept-Encoding": accept})
+            assert resp.status_code == 304 and resp.content == b""
+            assert resp.headers["ETag"] == validator, accept
+            assert resp.headers.get("Vary") == vary, accept
     assert topology.get(AS_OF, token, **{"If-None-Match": '"other"'}).status_code == 200
 
 

@@ -382,6 +382,66 @@ def test_a_304_of_the_public_log_from_the_edge_has_the_gateways_headers(front: F
         assert edge.api_headers() == direct.api_headers(), (value, edge.one("x-cache"))
 
 
+def test_a_304_to_a_client_accepting_gzip_carries_the_validator_of_its_compressed_200(
+    front: Front,
+) -> None:
+    """RFC 9110 15.4.5: a 304 "MUST generate any of the following header fields that would have
+    been sent in a 200 (OK) response to the same request: ... ETag, and Vary"; section 12: to a
+    client accepting gzip the edge's 200 has "`Vary: Accept-Encoding`, the ETag made weak". A
+    gzip client revalidating what it holds: an as-of page (the gateway's 304, through the auth
+    step) and a log rows list (a 304 nginx makes from its cache), with the weak or strong tag:
+    the 304 has the 200's ETag and Vary; to an identity client, the gateway's own."""
+    token = front.token("gzip-304")
+    for path, who in ((AS_OF, token), ("/v1/log/rows/1", None)):
+        front.edge(path, who, **IDENTITY)  # in the cache
+        full = front.edge(path, who, **{"Accept-Encoding": "gzip"})
+        assert full.status == 200 and full.one("content-encoding") == "gzip", path
+        weak = full.one("etag") or ""
+        assert weak.startswith('W/"'), path
+        for value in (weak, weak.removeprefix("W/")):
+            sent = {"If-None-Match": value, "Accept-Encoding": "gzip"}
+            edge = front.edge(path, who, **sent)
+            assert (edge.status, edge.wire) == (304, b""), (path, value)
+            assert edge.one("etag") == weak, (path, value)
+            assert edge.one("vary") == full.one("vary"), (path, value)
+            assert edge.one("cache-control") == full.one("cache-control"), (path, value)
+            sent["Accept-Encoding"] = "identity"
+            assert_same_answer(front.edge(path, who, **sent), front.direct(path, who, **sent))
+
+
+def test_preconditions_beside_if_none_match_through_the_edge_are_the_gateways(
+    front: Front,
+) -> None:
+    """Section 12: "Every answer equals the gateway's (status, ...)". RFC 9110 13.1.3: "A
+    recipient MUST ignore If-Modified-Since if the request contains an If-None-Match header
+    field". A log tile and an as-of page the edge holds, asked with their ETag and an
+    If-Modified-Since (past or future), or If-Match; the checkpoint and the log key, which carry
+    no ETag, with `If-None-Match: *`: the gateway's status and body."""
+    token = front.token("preconditions")
+    tile = log_tile(front)
+    for path, who in ((tile, None), (AS_OF, token)):
+        for _ in range(2):
+            front.edge(path, who, **IDENTITY)  # in the cache
+        etag = front.direct(path, who, **IDENTITY).one("etag") or ""
+        for extra in (
+            {"If-Modified-Since": "Thu, 01 Jan 2026 00:00:00 GMT"},
+            {"If-Modified-Since": "Fri, 01 Jan 2099 00:00:00 GMT"},
+            {"If-Match": '"other"'},
+        ):
+            sent = {"If-None-Match": etag, **extra, **IDENTITY}
+            label = f"{path} {extra}"
+            assert_same_answer(
+                front.edge(path, who, **sent), front.direct(path, who, **sent), label
+            )
+    for path in ("/v1/log/checkpoint", "/v1/log/key"):
+        for method in ("GET", "HEAD"):
+            sent = {"If-None-Match": "*", **IDENTITY}
+            edge = front.edge(path, None, method, **sent)
+            direct = front.direct(path, None, method, **sent)
+            assert (edge.status, edge.wire) == (direct.status, direct.wire), (method, path)
+            assert edge.one("x-cache") == "PASS", (method, path)
+
+
 # -- gzip ----------------------------------------------------------------------------------------
 
 
@@ -421,6 +481,28 @@ def test_small_bodies_are_compressed_or_sent_with_their_digest_never_a_mix(
         else:
             assert "accept-encoding" not in (edge.one("vary") or "").lower(), label
         assert_same_answer(edge, direct, label)
+
+
+def test_a_head_from_a_client_accepting_gzip_has_the_headers_of_its_get(front: Front) -> None:
+    """RFC 9110 9.3.2: "The server SHOULD send the same header fields in response to a HEAD
+    request as it would have sent if the request method had been GET"; section 12: a compressed
+    answer says `Vary: Accept-Encoding` and has the weak ETag. nginx compresses a HEAD's headers
+    as its GET's: a HEAD from a gzip client (an as-of page, `latest`, the OpenAPI document, a log
+    rows list, a 404) has the GET's coding, ETag and Vary, and no body."""
+    token = front.token("head-gzip")
+    gzip_client = {"Accept-Encoding": "gzip"}
+    for path, who in (
+        (AS_OF, token),
+        (LATEST, token),
+        ("/v1/openapi.json", None),
+        ("/v1/log/rows/1", None),
+        ("/v1/nowhere", token),
+    ):
+        get = front.edge(path, who, **gzip_client)
+        head = front.edge(path, who, "HEAD", **gzip_client)
+        assert (head.status, head.wire) == (get.status, b""), path
+        for name in ("content-encoding", "etag", "vary"):
+            assert head.one(name) == get.one(name), (path, name)
 
 
 EVIDENCE_TYPES = ["text/html; foo=bar", "text/html ; charset=utf-8", "application/json; v=1"]
@@ -468,6 +550,34 @@ def test_evidence_sent_uncompressed_keeps_its_repr_digest_whatever_its_content_t
                 f"{content_type!r}: identity body of {len(edge.wire)} bytes sent without the "
                 f"gateway's Repr-Digest {direct.one('repr-digest')} ({edge.one('x-cache')})"
             )
+
+
+def test_an_empty_evidence_is_sent_as_the_gateway_sends_it_to_a_client_accepting_gzip(
+    front: Front,
+) -> None:
+    """Section 12: every answer equals the gateway's but for compression, and "`Vary:
+    Accept-Encoding`" goes with a compressed answer only. A source that answered 200 with an
+    empty `text/html` body (a `cambio_formato`, its zero-byte evidence kept with its type): nginx
+    does not compress an empty body, so the edge sends the gateway's answer, without `Vary:
+    Accept-Encoding`, its ETag strong, on a miss and on a hit."""
+    token = front.token("empty")
+    with local_source() as (local, answer):
+        answer[0] = (200, b"", "text/html")
+        captured = orjson.loads(
+            fxev(front.env, "capture", "--url", local + "/a/txt/tipoCambio.txt")[-1]
+        )
+    assert captured["outcome"] == "fallo", captured
+    fxev(front.env, "build")
+    path = f"/v1/evidence/{captured['alerta']['detalle']['evidencia_id']}"
+    gzip_client = {"Accept-Encoding": "gzip"}
+    direct = front.direct(path, token, **gzip_client)
+    assert (direct.status, direct.wire) == (200, b"")
+    assert (direct.one("content-type") or "").startswith("text/html")
+    for _ in range(2):  # a miss, then a hit
+        edge = front.edge(path, token, **gzip_client)
+        assert edge.one("content-encoding") is None
+        assert "accept-encoding" not in (edge.one("vary") or "").lower(), edge.one("x-cache")
+        assert_same_answer(edge, direct, edge.one("x-cache") or "")
 
 
 # -- what nginx answers itself -------------------------------------------------------------------

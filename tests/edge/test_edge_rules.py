@@ -436,10 +436,18 @@ def test_every_api_header_of_the_gateway_reaches_the_client_miss_hit_head_and_30
             assert api_headers(edge) == api_headers(direct), (method, edge.headers["X-Cache"])
             assert "Origin" in edge.headers["Vary"]
         etag = direct.headers["ETag"]
-        edge = audit.get(path, token, **{"If-None-Match": etag})
-        direct = audit.direct(path, token, **{"If-None-Match": etag})
+        compressible = direct.headers["Content-Type"].startswith(("application/json", "text/html"))
+        edge = audit.get(path, token, **{"If-None-Match": etag}, **IDENTITY)
+        direct = audit.direct(path, token, **{"If-None-Match": etag}, **IDENTITY)
         assert edge.status_code == direct.status_code == 304
         assert api_headers(edge) == api_headers(direct)
+        # To a client accepting gzip, the 304 stands for the compressed 200: its weak ETag
+        # and its Vary (RFC 9110 15.4.5), the rest the gateway's.
+        edge = audit.get(path, token, **{"If-None-Match": etag, "Accept-Encoding": "gzip"})
+        assert edge.status_code == 304
+        assert edge.headers["ETag"] == ("W/" + etag if compressible else etag), path
+        assert ("Accept-Encoding" in edge.headers["Vary"]) == compressible, path
+        assert {**api_headers(edge), "etag": etag} == api_headers(direct)
 
 
 def test_a_compressed_html_evidence_keeps_its_hash_headers_and_drops_its_repr_digest(
