@@ -30,11 +30,14 @@ _UPSTREAM_HEADERS = """\
 _DIGEST = """\
             # A body nginx compresses goes without the gateway's Repr-Digest (it describes the
             # identity body, which the ledger hashes) and says it varies; any other keeps it.
-            # A 304 standing for a compressed 200 carries that 200's weak ETag and Vary.
             proxy_hide_header Repr-Digest;
-            proxy_hide_header X-Fxev-Type;
             add_header Repr-Digest $fxev_repr_digest always;
-            add_header Vary $fxev_vary always;
+            add_header Vary $fxev_vary always;"""
+# Where a 304 comes from the auth step's replay or from the cache: when it stands for a 200
+# nginx would compress, that 200's weak ETag (and, by the maps, its Vary). The type of that 200,
+# which the replay carries for the maps, is the edge's own.
+_VALIDATOR = """\
+            proxy_hide_header X-Fxev-Type;
             add_header ETag $fxev_validator;"""
 
 # What nginx answers by itself (no gateway answered, or it refused the request): the API's JSON
@@ -213,6 +216,7 @@ http {
             add_header X-Request-Id $fxev_log_request_id always;
             add_header X-Cache $upstream_cache_status always;
 @@DIGEST@@
+@@VALIDATOR@@
 @@STRIP@@
 @@UPSTREAM_HEADERS@@
             proxy_pass http://fxev_gateways;
@@ -247,6 +251,7 @@ http {
             rewrite ^ @@ANSWER_PATH@@? break;
             add_header X-Cache PASS always;
 @@DIGEST@@
+@@VALIDATOR@@
             proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
             proxy_set_header X-Fxev-Answer $fxev_answer;
             proxy_set_header X-Fxev-Admitted "";
@@ -374,5 +379,6 @@ BLOCKS = {"IMMUTABLE": IMMUTABLE, "CACHED": CACHED, "FULL_STEP": FULL_STEP}
 BLOCKS |= {"AUTH_HEADERS": AUTH_HEADERS, "PASSED": _PASSED, "DIGEST": _DIGEST, "STRIP": _STRIP}
 BLOCKS["UPSTREAM_HEADERS"] = _UPSTREAM_HEADERS
 BLOCKS["OWN_ANSWER"] = _OWN_ANSWER
+BLOCKS["VALIDATOR"] = _VALIDATOR
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
 LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}
