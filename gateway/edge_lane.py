@@ -229,7 +229,7 @@ class LaneConnection(asyncio.Protocol):
         self._unfinished += len(data)
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade):  # not the edge's
             self.send(NOT_HERE)
             return
         if self._unfinished > HEAD_LIMIT:  # a head that never ends: not the edge's

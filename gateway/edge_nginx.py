@@ -17,6 +17,7 @@ _STRIP = """\
 # Passed through, uncached: the gateway checks, counts and records it.
 _PASSED = """\
             error_page 502 504 = @fxev_down;
+            error_page 400 =400 /_fxev_malformed;  # a body nginx cannot read: as at the server
             add_header X-Cache PASS always;
 @@DIGEST@@
 @@STRIP@@
@@ -138,6 +139,13 @@ http {
         default 0;
         "~^(GET|HEAD) ." 1;
     }
+    # A request with a body: passed, so that the body is read (or refused) before any auth step
+    # counts and records the request.
+    map "$http_transfer_encoding|$http_content_length" $fxev_with_body {
+        default 1;
+        "|" 0;
+        "|0" 0;
+    }
     map "$http_if_match$http_if_unmodified_since$http_if_modified_since" $fxev_preconditioned {
         default 1;
         "" 0;
@@ -181,10 +189,11 @@ http {
         listen @@LISTEN@@;
         # What nginx refuses by itself, before any gateway sees it (a malformed request line,
         # header or percent-escape, a header it takes once sent twice, a head over its buffers,
-        # TRACE): the API's error body, as a gateway answers such a request, with a fresh
+        # a transfer coding it does not know, an HTTP version it does not speak, TRACE): the
+        # API's error body, as a gateway answers such a request, with a fresh
         # request id; no gateway saw it, so no ledger holds it. (A URI, not a named location:
         # nginx cannot name one for a request whose target it could not parse.)
-        error_page 400 414 494 =400 /_fxev_malformed;
+        error_page 400 414 494 501 505 =400 /_fxev_malformed;
         error_page 405 =405 /_fxev_not_allowed;
 
         # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
@@ -193,20 +202,29 @@ http {
         # 412, or a 200 where If-None-Match matches: RFC 9110 13.1.3 has it ignore the date).
         location = /v1/rates {
             error_page 418 = @fxev_pass;
+            # A second redirect may follow the first: the full step's refusal after the lane's,
+            # a body nginx cannot read after a pass.
+            recursive_error_pages on;
             if ($fxev_as_of = 0) { return 418; }
             if ($fxev_preconditioned) { return 418; }
+            if ($fxev_with_body) { return 418; }
 @@IMMUTABLE@@
         }
         location ~ ^/v1/evidence/[^/]*$ {
             error_page 418 = @fxev_pass;
+            # A second redirect may follow the first: the full step's refusal after the lane's,
+            # a body nginx cannot read after a pass.
+            recursive_error_pages on;
             if ($request_method !~ ^(GET|HEAD)$) { return 418; }
             if ($fxev_preconditioned) { return 418; }
+            if ($fxev_with_body) { return 418; }
 @@IMMUTABLE@@
         }
         # The transparency log: public; tiles, entry bundles and rows lists cached (immutable),
         # no token to check, a fresh X-Request-Id. Passed as the as-of pages are: requests
         # with another precondition than If-None-Match.
         location /v1/log/ {
+            recursive_error_pages on;
             error_page 418 = @fxev_pass;
             if ($fxev_preconditioned) { return 418; }
             proxy_cache fxev_cache;
@@ -315,8 +333,6 @@ LANE_STEP = """\
             auth_request /_fxev_lane;
             error_page 403 500 = @fxev_checked;
             error_page 502 504 = @fxev_down;
-            # The full step's own refusal is a second redirect (to the replay of its answer).
-            recursive_error_pages on;
 """
 
 LANE_UPSTREAM = """

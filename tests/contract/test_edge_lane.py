@@ -163,10 +163,20 @@ def test_without_the_edges_credential_the_lane_answers_nothing(laned: Gateway) -
     assert wrong_path.status_code == 404
 
 
-def test_a_malformed_request_closes_the_connection(laned: Gateway) -> None:
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"NOT HTTP AT ALL\r\n\r\n",
+        # what httptools reads as a protocol switch, which it reports apart from its errors
+        b"GET /_edge/auth HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+        b"CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n",
+    ],
+    ids=["not HTTP", "an upgrade", "CONNECT"],
+)
+def test_a_malformed_request_closes_the_connection(laned: Gateway, data: bytes) -> None:
     host, _, port = laned.env["FXEV_EDGE_LANE"].rpartition(":")
     with socket.create_connection((host, int(port)), timeout=5) as sock:
-        sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        sock.sendall(data)
         answer = sock.recv(4096)
         assert answer.startswith(b"HTTP/1.1 404 ")
         assert sock.recv(4096) == b""  # closed

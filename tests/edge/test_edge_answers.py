@@ -638,8 +638,18 @@ def test_what_nginx_refuses_itself_is_the_apis_400_and_the_documented_limit(
         (b"GET /v1/cover\x00age HTTP/1.1", 400, "INVALID_PARAMS"),
         (b"GET /../v1/coverage HTTP/1.1", 400, "INVALID_PARAMS"),
         (b"GET /v1/coverage?" + b"x" * 70_000 + b" HTTP/1.1", 400, "INVALID_PARAMS"),
+        (b"GET /v1/coverage HTTP/2.0", 400, "INVALID_PARAMS"),  # nginx's 505
+        (b"GET /v1/coverage HTTP/1.1\r\nTransfer-Encoding: gzip", 400, "INVALID_PARAMS"),  # 501
     ],
-    ids=["TRACE", "a method in lower case", "a NUL in the path", "above the root", "too long"],
+    ids=[
+        "TRACE",
+        "a method in lower case",
+        "a NUL in the path",
+        "above the root",
+        "too long",
+        "another HTTP version",
+        "an unknown transfer coding",
+    ],
 )
 def test_nginxs_refusals_of_a_request_line_are_the_apis_answers(
     front: Front, request_line: bytes, status: int, code: str
@@ -651,6 +661,35 @@ def test_nginxs_refusals_of_a_request_line_are_the_apis_answers(
     assert_edges_own_refusal(front, answer, status, code)
     if status == 405:
         assert answer.headers["allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("body", [b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhello\r\n0\r\n\r\n"])
+def test_a_request_with_a_body_on_a_cached_route_is_passed_and_never_claimed_unread(
+    front: Front, body: bytes
+) -> None:
+    """Section 14: "The ledger never claims an answer that did not leave"; section 12: every
+    answer equals the gateway's and has its ledger entry. A GET of a cached as-of page with a
+    chunked body: the auth step would count and record a 200 before nginx reads the body, so the
+    request is passed to a gateway instead. A body nginx cannot read gets the API's 400 (its own
+    refusal, recorded nowhere); a well-formed one the gateway's answer, recorded as sent."""
+    token = front.token("body")
+    data = (
+        request_bytes(
+            AS_OF.encode(),
+            b"Authorization: Bearer " + token.encode(),
+            b"Transfer-Encoding: chunked",
+        )
+        + body
+    )
+    answer = exchange(front.edge_url, data)
+    if body.startswith(b"zz"):
+        assert_edges_own_refusal(front, answer, 400, "INVALID_PARAMS")
+        return
+    assert answer.headers["x-cache"] == "PASS", answer.status
+    [entry] = front.recorded()[answer.headers["x-request-id"]]
+    assert entry["status"] == answer.status
+    sent = hashlib.sha256(answer.body if answer.status != 304 else b"").hexdigest()
+    assert entry["sha256"] == sent
 
 
 def test_the_edges_internal_locations_answer_as_unknown_paths_do(front: Front) -> None:
