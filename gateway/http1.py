@@ -1,8 +1,10 @@
-"""The gateway's HTTP/1.1 connection: Sanic's, with three malformed requests answered, and promptly
-(docs/decisions.md#bad-requests).
+"""The gateway's HTTP/1.1 connection: Sanic's, with its head read by RFC 9112 first, and four
+malformed requests answered, and promptly (docs/decisions.md#bad-requests).
 
 Sanic reads a request's head until its blank line, CRLF CRLF, and answers what it cannot parse
-through the app's error handler. Three requests slip past that:
+through the app's error handler. Before it parses a whole head, :func:`gateway.head.conform`
+refuses what RFC 9112 has a server refuse and rewrites what the RFC reads and Sanic would not
+(the absolute form with no path, which Sanic answered 500). Three requests slip past that:
 
 - **Bare LF line ends.** Sanic never finds the blank line, so it waits for more bytes until the
   request timeout. :class:`GatewayHttp` refuses the head (400) as soon as Sanic would wait for
@@ -10,9 +12,9 @@ through the app's error handler. Three requests slip past that:
   and a client too slow to send it gets 408 after the request timeout (``REQUEST_TIMEOUT``).
 - **The asterisk form** (``GET *``). Sanic routes it to ``/``; it is malformed but for OPTIONS
   (RFC 9112 3.2.4), so it is refused (400).
-- **A target httptools refuses** (a NUL byte). Sanic raises ``BadURL`` making the request, then
-  again making the stand-in request it answers errors with, and the connection closes without an
-  answer. The stand-in gets the target with its control and non-ASCII bytes percent-encoded.
+- **A target httptools refuses.** Sanic raises ``BadURL`` making the request, then again making
+  the stand-in request it answers errors with, and the connection closes without an answer. The
+  stand-in gets the target with its control and non-ASCII bytes percent-encoded.
 
 A request from the shipped edge is recognised here too, as soon as its head is read
 (:mod:`gateway.edge`), before routing.
@@ -27,13 +29,8 @@ from sanic.exceptions import BadRequest
 from sanic.http import Http, Stage
 from sanic.server.protocols.http_protocol import HttpProtocol
 
-from gateway import edge
+from gateway import edge, head
 from gateway.errors import InvalidParams
-
-
-def has_bare_lf(head: bytes | bytearray) -> bool:
-    """Whether ``head`` has a LF that no CR precedes."""
-    return head.count(b"\n") != head.count(b"\r\n")
 
 
 def printable_target(target: str) -> str:
@@ -52,13 +49,14 @@ class GatewayHttp(Http):
 
     async def _receive_more_of_head(self) -> None:
         """Sanic's wait for more bytes, refusing first a head that can never end (bare LF)."""
-        if self.stage is Stage.REQUEST and has_bare_lf(self.recv_buffer):
+        if self.stage is Stage.REQUEST and head.has_bare_lf(self.recv_buffer):
             raise InvalidParams("The request's lines must end with CRLF, not a bare LF.")
         await self.protocol.receive_more()
 
     async def http1_request_header(self) -> None:
         """Sanic's reading of the head; then a request from the edge (``X-Fxev-Edge``) is marked,
         and its auth step made into the request it authorises (:func:`gateway.edge.arrive`)."""
+        await self._receive_head()
         await super().http1_request_header()
         if self.url == "*" and self.request.method != "OPTIONS":
             # RFC 9112 3.2.4: the asterisk form is for a server-wide OPTIONS only (which the
@@ -69,6 +67,24 @@ class GatewayHttp(Http):
         self.head_only = self.request.method == "HEAD"
         if edge.CREDENTIAL in self.request.headers:
             edge.arrive(self)
+
+    async def _receive_head(self) -> None:
+        """Wait, as Sanic's reading does, for the head's blank line; then have the head read by
+        RFC 9112 (:func:`gateway.head.conform`) in the buffer Sanic parses. A head over Sanic's
+        size limit is left to Sanic to refuse."""
+        buffer = self.recv_buffer
+        while (end := buffer.find(b"\r\n\r\n")) < 0:
+            if len(buffer) - 3 >= self.HEADER_MAX_SIZE:
+                return
+            await self._receive_more()
+        received = bytes(buffer[:end])
+        try:
+            read = head.conform(received)
+        except InvalidParams:
+            self.url = head.target_of(received)  # for the refusal's line in the log
+            raise
+        if read is not received:
+            buffer[:end] = read
 
     def create_empty_request(self) -> None:
         """Sanic's stand-in request for answering an error, made even when the target that

@@ -276,6 +276,80 @@ def test_the_asterisk_form_is_only_for_options(strict_gateway: Gateway) -> None:
     assert options.headers["allow"] == "GET, HEAD"
 
 
+# -- heads read by RFC 9112 (gateway.head) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\x00b",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\rb",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\nX-Other: b",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note : a",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\r\n  folded",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\x01b",
+        b"GET /v1/coverage HTTP/1.1",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: 127.0.0.1",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1/v1",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: a b",
+        b"GET /v1/coverage HTTP/1.0\r\nTransfer-Encoding: chunked",
+        b"GET  /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1",
+    ],
+    ids=[
+        "a NUL in a value",
+        "a bare CR in a value",
+        "a line cut by a bare LF",
+        "a space before the colon",
+        "a folded line",
+        "a control byte in a value",
+        "no Host",
+        "two Hosts",
+        "a Host with a path",
+        "a Host with a space",
+        "chunked in HTTP/1.0",
+        "two spaces after the method",
+    ],
+)
+def test_a_head_rfc_9112_refuses_is_invalid_params(strict_gateway: Gateway, head: bytes) -> None:
+    """RFC 9112 3, 3.2, 5.1, 5.2, 6.1 and RFC 9110 5.5: a server refuses these heads (400),
+    and the shipped edge's nginx does. The gateway read them otherwise (one line where nginx
+    reads two, a name with a space, no Host): refused before any route, in one line of log."""
+    token = b"\r\nAuthorization: Bearer " + strict_gateway.token.encode()
+    answer = exchange(strict_gateway, head + token + b"\r\n\r\n")
+    assert_error(answer, 400, "INVALID_PARAMS")
+    assert_refused_in_one_line(answer)
+
+
+@pytest.mark.parametrize(
+    ("sent", "read"),
+    [
+        (b"GET http://127.0.0.1 HTTP/1.1", b"GET / HTTP/1.1"),
+        (b"GET http://127.0.0.1?x=1 HTTP/1.1", b"GET /?x=1 HTTP/1.1"),
+        (b"GET http://127.0.0.1/v1/coverage HTTP/1.1", b"GET /v1/coverage HTTP/1.1"),
+        (b"GET /v1/coverage HTTP/1.2", b"GET /v1/coverage HTTP/1.1"),
+        (
+            b"GET /v1/coverage HTTP/1.1\r\nTransfer-Encoding: Chunked ",
+            b"GET /v1/coverage HTTP/1.1\r\nTransfer-Encoding: chunked",
+        ),
+    ],
+    ids=["absolute, no path", "absolute, a query", "absolute", "HTTP/1.2", "Chunked"],
+)
+def test_a_head_rfc_9112_reads_is_answered_as_its_plain_form(
+    strict_gateway: Gateway, sent: bytes, read: bytes
+) -> None:
+    """Section 9, "bad requests are never 500": the absolute form with no path was a 500 (the
+    request had no path). RFC 9112 3.2.2 and RFC 3986 6.2.3 read it as the path ``/``, as the
+    edge's nginx does; RFC 9110 2.5 reads HTTP/1.2 as HTTP/1.1; RFC 9112 7 reads a transfer
+    coding's name in any case. Each gets the answer of its plain form."""
+    auth = b"\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + strict_gateway.token.encode()
+    body = b"0\r\n\r\n" if b"Transfer-Encoding" in sent else b""
+    answer = exchange(strict_gateway, sent + auth + b"\r\n\r\n" + body)
+    plain = exchange(strict_gateway, read + auth + b"\r\n\r\n" + body)
+    assert answer.status == plain.status != 500, answer.body[:300]
+    assert answer.headers.get("content-type") == plain.headers.get("content-type")
+    assert "Traceback" not in answer.log
+
+
 # -- line ends and slow clients ----------------------------------------------------------------
 
 

@@ -663,6 +663,49 @@ def test_nginxs_refusals_of_a_request_line_are_the_apis_answers(
         assert answer.headers["allow"] == "GET, HEAD"
 
 
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\x00b",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\rb",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note : a",
+        b"GET /v1/coverage HTTP/1.1",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1/v1",
+        b"GET /v1/coverage HTTP/1.0\r\nTransfer-Encoding: chunked",
+    ],
+    ids=["a NUL", "a bare CR", "a space before the colon", "no Host", "a bad Host", "chunked 1.0"],
+)
+def test_a_head_nginx_refuses_is_refused_by_a_gateway_alone_too(front: Front, head: bytes) -> None:
+    """RFC 9112 has a server refuse these heads, and nginx does; a gateway alone answered them
+    (docs/operating/edge.md#limits). Now both refuse: the edge with its own 400 in the API's
+    body, the gateway before any route, neither in the ledger."""
+    auth = b"\r\nAuthorization: Bearer " + front.token("heads").encode()
+    data = head + auth + b"\r\nConnection: close\r\n\r\n"
+    direct = exchange(front.gateway_url, data)
+    assert (direct.status, direct.json()["code"]) == (400, "INVALID_PARAMS"), direct.body[:200]
+    assert direct.headers["x-request-id"] not in front.recorded()
+    assert_edges_own_refusal(front, exchange(front.edge_url, data), 400, "INVALID_PARAMS")
+
+
+@pytest.mark.parametrize(
+    ("target", "plain"),
+    [(b"http://127.0.0.1", b"/"), (b"http://127.0.0.1?x=1", b"/?x=1")],
+    ids=["no path", "a query"],
+)
+def test_the_absolute_form_with_no_path_is_the_roots_answer_directly_and_through_the_edge(
+    front: Front, target: bytes, plain: bytes
+) -> None:
+    """Section 9, bad requests are never 500: a gateway alone answered `GET http://host` with a
+    500 (its request had no path). RFC 9112 3.2.2 reads the empty path as `/`, as nginx does:
+    the answer of `GET /`, directly and through the edge."""
+    auth = b"Authorization: Bearer " + front.token("absolute").encode()
+    for url in (front.gateway_url, front.edge_url):
+        answer = exchange(url, request_bytes(target, auth))
+        root = exchange(url, request_bytes(plain, auth))
+        assert answer.status == root.status != 500, (url, answer.status, answer.body[:200])
+        assert answer.headers.get("content-type") == root.headers.get("content-type")
+
+
 @pytest.mark.parametrize("body", [b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhello\r\n0\r\n\r\n"])
 def test_a_request_with_a_body_on_a_cached_route_is_passed_and_never_claimed_unread(
     front: Front, body: bytes

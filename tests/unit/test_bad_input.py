@@ -13,7 +13,8 @@ import pytest
 from sanic import exceptions as sanic_exceptions
 
 from gateway import errors, params
-from gateway.http1 import has_bare_lf, printable_target
+from gateway.head import has_bare_lf
+from gateway.http1 import printable_target
 from gateway.sending import as_api_error
 
 PUBLISHED = 42

@@ -1,0 +1,124 @@
+"""A request's head read by RFC 9112's rules, before Sanic parses it
+(docs/decisions.md#bad-requests).
+
+Sanic splits a head on CRLF, then on spaces and colons, and takes what it finds. That is lenient
+where RFC 9112 has a server refuse, and strict where the RFC has it read on. The shipped edge
+(nginx) reads heads by the RFC, and a gateway must not read the same bytes otherwise, behind the
+edge or alone. So a whole head (the bytes before its blank line) is read here first, and is:
+
+- **refused** (400 ``INVALID_PARAMS``) for
+  - a CR or LF that is not a CRLF line end, or a NUL (RFC 9110 5.5: "invalid and dangerous");
+  - a request line that is not a method, a target and a version, one space apart (RFC 9112 3);
+  - a header line that is not a token, a colon and a value of visible characters, spaces and
+    tabs: a space before the colon (5.1), a line folded onto the next (5.2), a control byte;
+  - an HTTP/1.1 request with no ``Host``, any request with two, or a ``Host`` that is no
+    ``host[:port]`` (3.2);
+  - a ``Transfer-Encoding`` in an HTTP/1.0 request, whose framing is then faulty (6.1);
+- **rewritten**, for Sanic to read what the RFC reads:
+  - the absolute form with no path (``http://host``) gets the path ``/`` (3.2.2; RFC 3986
+    6.2.3), where Sanic's request had none and failed in routing and in its error page;
+  - a later HTTP/1 minor version is read as HTTP/1.1 (RFC 9110 2.5);
+  - the coding ``chunked`` in any case is written in lower case (RFC 9112 7: coding names are
+    case-insensitive; Sanic compares them as they are).
+
+The common head passes as it came, at the cost of two regular expressions and a few searches.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gateway.errors import InvalidParams
+
+_TOKEN = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+"
+REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\.[0-9])")
+# Every header line with the CRLF before it: a token, a colon, then visible bytes, SP and HTAB.
+FIELD_LINES = re.compile(rb"(?:\r\n" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*)*")
+HOST_VALUE = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[-A-Za-z0-9._~!$&'()*+,;=%]*)(?::[0-9]*)?")
+TRANSFER_ENCODING = re.compile(rb"\r\ntransfer-encoding:[\t ]*([^\r]*?)[\t ]*(?=\r\n|\Z)", re.I)
+ABSOLUTE_FORM = re.compile(rb"([A-Za-z][-A-Za-z0-9+.]*://[^/?#]*)(.*)", re.DOTALL)
+LATER_HTTP1 = re.compile(rb"HTTP/1\.[2-9]")
+STRAY_BYTE = re.compile(rb"\0|\r(?!\n)|(?<!\r)\n")  # a NUL, or a CR or LF out of a CRLF
+
+BAD_LINE_ENDS = "A request's lines end with CRLF; a CR, LF or NUL is allowed nowhere else."
+BAD_REQUEST_LINE = "The request line is a method, a target and HTTP/1.1, one space apart."
+BAD_FIELD_LINE = (
+    "A header line is a name (a token: no spaces), a colon and a value without control bytes."
+)
+
+
+def has_bare_lf(head: bytes | bytearray) -> bool:
+    """Whether ``head`` has a LF that no CR precedes."""
+    return head.count(b"\n") != head.count(b"\r\n")
+
+
+def conform(head: bytes) -> bytes:
+    """``head`` as Sanic should parse it: the same object when nothing is to be rewritten.
+
+    Raises :class:`InvalidParams` for a head RFC 9112 has a server refuse.
+    """
+    line_end = head.find(b"\r\n")
+    request_line, fields = (head, b"") if line_end < 0 else (head[:line_end], head[line_end:])
+    line = REQUEST_LINE.fullmatch(request_line)
+    if line is None:
+        raise InvalidParams(BAD_LINE_ENDS if STRAY_BYTE.search(head) else BAD_REQUEST_LINE)
+    if FIELD_LINES.fullmatch(fields) is None:
+        raise InvalidParams(BAD_LINE_ENDS if STRAY_BYTE.search(head) else BAD_FIELD_LINE)
+    method, target, version = line.groups()
+    read_target, read_version, read_fields = with_path(target), version, fields
+    if LATER_HTTP1.fullmatch(version):
+        read_version = b"HTTP/1.1"
+    names = fields.lower()  # the field names' case does not count (RFC 9110 5.1)
+    check_host(host_values(fields, names), read_version)
+    if b"\r\ntransfer-encoding:" in names:
+        if version == b"HTTP/1.0":
+            raise InvalidParams("An HTTP/1.0 request cannot have Transfer-Encoding (RFC 9112 6.1).")
+        read_fields = TRANSFER_ENCODING.sub(lower_chunked, fields)
+    if (read_target, read_version, read_fields) == (target, version, fields):
+        return head
+    return b" ".join((method, read_target, read_version)) + read_fields
+
+
+def host_values(fields: bytes, names: bytes) -> list[bytes]:
+    """The values of the ``Host`` lines of ``fields`` (lines with the CRLF before each), found in
+    ``names``, the same lines in lower case."""
+    values, start = [], names.find(b"\r\nhost:")
+    while start >= 0:
+        end = names.find(b"\r\n", start + 7)
+        values.append(fields[start + 7 : None if end < 0 else end].strip(b" \t"))
+        start = end if end < 0 else names.find(b"\r\nhost:", end)
+    return values
+
+
+def with_path(target: bytes) -> bytes:
+    """``target``, or the absolute form it is with the empty path written ``/``."""
+    if target[:1] == b"/" or (absolute := ABSOLUTE_FORM.fullmatch(target)) is None:
+        return target
+    authority, rest = absolute.groups()
+    return target if rest[:1] == b"/" else authority + b"/" + rest
+
+
+def target_of(head: bytes) -> str | None:
+    """The target of ``head``'s request line as Sanic decodes it, if it has one."""
+    words = head.split(b"\r\n", 1)[0].split(b" ")
+    return words[1].decode(errors="surrogateescape") if len(words) > 1 else None
+
+
+def check_host(hosts: list[bytes], version: bytes) -> None:
+    """Raises :class:`InvalidParams` unless the head's ``Host`` values (``hosts``) are as RFC 9112
+    3.2 has them: one, or none but in HTTP/1.1; a ``host[:port]``, which may be empty."""
+    if len(hosts) > 1:
+        raise InvalidParams("A request carries one Host header, not more.")
+    if not hosts:
+        if version == b"HTTP/1.1":
+            raise InvalidParams("An HTTP/1.1 request must carry a Host header (RFC 9112 3.2).")
+    elif HOST_VALUE.fullmatch(hosts[0]) is None:
+        raise InvalidParams("The Host header is a host name or address and an optional port.")
+
+
+def lower_chunked(field: re.Match[bytes]) -> bytes:
+    """A ``Transfer-Encoding`` line (with its CRLF) naming ``chunked`` in any case, written as
+    Sanic reads it: in lower case, with no space after it."""
+    if field[1].lower() == b"chunked":
+        return b"\r\nTransfer-Encoding: chunked"
+    return field[0]

@@ -1,0 +1,90 @@
+"""A request's head read by RFC 9112's rules before Sanic parses it (gateway.head)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway import errors
+from gateway.head import conform, target_of
+
+HOST = b"\r\nHost: 127.0.0.1:8080"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /v1/coverage HTTP/1.1" + HOST,
+        b"GET /v1/coverage HTTP/1.0",
+        b"GET /v1/coverage HTTP/1.1\r\nhOsT:127.0.0.1\r\nX-Empty:",
+        b"GET /v1/coverage HTTP/1.1\r\nHost:",  # empty: a target with no authority (3.2)
+        b"GET /v1/coverage HTTP/1.1\r\nHost: [::1]:80\r\nX-Tab: a\tb",
+        b"GET /v1/coverage HTTP/1.1" + HOST + b"\r\nTransfer-Encoding: chunked",
+        b"GET /v1/coverage HTTP/1.1" + HOST + b"\r\nX-Latin: caf\xe9",  # obs-text
+        b"OPTIONS * HTTP/1.1" + HOST,
+        b"GET http://127.0.0.1/v1/coverage HTTP/1.1" + HOST,
+        b"GET /v1/cover\xffage HTTP/1.1" + HOST,  # Sanic's own refusal: no US-ASCII
+        b"GET /v1/coverage HTTP/2.0",  # Sanic's own refusal: another version
+    ],
+)
+def test_a_head_the_rfc_reads_as_sanic_does_passes_as_it_came(head: bytes) -> None:
+    assert conform(head) is head
+
+
+@pytest.mark.parametrize(
+    ("head", "read"),
+    [
+        (b"GET http://h HTTP/1.1" + HOST, b"GET http://h/ HTTP/1.1" + HOST),
+        (b"GET https://h:8080?x=1 HTTP/1.1" + HOST, b"GET https://h:8080/?x=1 HTTP/1.1" + HOST),
+        (b"GET / HTTP/1.2" + HOST, b"GET / HTTP/1.1" + HOST),
+        (b"GET / HTTP/1.9" + HOST, b"GET / HTTP/1.1" + HOST),
+        (
+            b"GET / HTTP/1.1" + HOST + b"\r\ntransfer-encoding:\tChunked \r\nX-A: b",
+            b"GET / HTTP/1.1" + HOST + b"\r\nTransfer-Encoding: chunked\r\nX-A: b",
+        ),
+    ],
+)
+def test_a_head_the_rfc_reads_and_sanic_would_not_is_rewritten(head: bytes, read: bytes) -> None:
+    assert conform(head) == read
+
+
+@pytest.mark.parametrize(
+    ("head", "message"),
+    [
+        (b"GET / HTTP/1.1" + HOST + b"\r\nX: a\x00b", "CRLF"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nX: a\rb", "CRLF"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nX: a\nY: b", "CRLF"),
+        (b"GET / HTTP/1.1" + HOST + b"\r", "CRLF"),
+        (b"GET /\x00 HTTP/1.1" + HOST, "CRLF"),
+        (b"GET / HTTP/1.1\n" + HOST, "CRLF"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nX : a", "token"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nX-A: a\r\n b", "token"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\n: a", "token"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nX\x7f: a", "token"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nX: a\x1bb", "token"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\n", "token"),
+        (b"GET  / HTTP/1.1" + HOST, "one space apart"),
+        (b"GET / HTTP/1.1 " + HOST, "one space apart"),
+        (b"GET /a b HTTP/1.1" + HOST, "one space apart"),
+        (b"/ HTTP/1.1" + HOST, "one space apart"),
+        (b"", "one space apart"),
+        (b"GET / HTTP/1.1", "must carry a Host"),
+        (b"GET / HTTP/1.2", "must carry a Host"),
+        (b"GET / HTTP/1.1" + HOST + HOST, "one Host"),
+        (b"GET / HTTP/1.0" + HOST + b"\r\nhost: b", "one Host"),
+        (b"GET / HTTP/1.1\r\nHost: a/b", "host name"),
+        (b"GET / HTTP/1.1\r\nHost: a b", "host name"),
+        (b"GET / HTTP/1.1\r\nHost: a:8o", "host name"),
+        (b"GET / HTTP/1.1\r\nHost: user@a", "host name"),
+        (b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked", "HTTP/1.0"),
+    ],
+)
+def test_a_head_the_rfc_refuses_is_invalid_params(head: bytes, message: str) -> None:
+    with pytest.raises(errors.InvalidParams, match=message) as refused:
+        conform(head)
+    assert "127.0.0.1" not in refused.value.message  # no echo of the request
+
+
+def test_the_target_of_a_refused_head_is_found_for_the_log() -> None:
+    assert target_of(b"GET /v1/coverage HTTP/1.1\r\nHost: a\x00") == "/v1/coverage"
+    assert target_of(b"GET /v1/\xff\x00 HTTP/1.1") == "/v1/\udcff\x00"
+    assert target_of(b"GET") is None
