@@ -5,6 +5,8 @@ or a value goes; :func:`gateway.edge_config.edge_config` fills them and checks t
 
 from __future__ import annotations
 
+from gateway.edge_maps import MAPS
+
 # Pass-through: the client's request as it came, to any gateway; the edge's own headers, if a
 # client sent them, are blanked (an empty value is not sent).
 _STRIP = """\
@@ -40,6 +42,12 @@ _DIGEST = """\
 _VALIDATOR = """\
             proxy_hide_header X-Fxev-Type;
             add_header ETag $fxev_validator;"""
+
+# In a location that redirects (error_page) to another.
+_SECOND_REDIRECT = """\
+            # A second redirect may follow the first: the full step's refusal after the lane's,
+            # a body nginx cannot read after a pass.
+            recursive_error_pages on;"""
 
 # What nginx answers by itself (no gateway answered, or it refused the request): the API's JSON
 # error body, with a fresh request id of its own, never cached.
@@ -86,92 +94,7 @@ http {
     proxy_cache_path @@CACHE_DIR@@ levels=1:2 keys_zone=fxev_cache:16m max_size=@@MAX_SIZE@@
                      inactive=@@INACTIVE@@ use_temp_path=off;
 
-    # gzip for JSON (and HTML, which nginx always includes) when the client accepts it; nginx
-    # makes the ETag weak. The maps below predict when it compresses (status 200/403/404, a
-    # body that is not empty, one of those types, HTTP/1.1, and "gzip" accepted as nginx reads
-    # Accept-Encoding: the first "gzip" token, bare or with ";q=" of a non-zero value of at most
-    # three decimals; the type bare or followed by ";charset=..." only, as nginx matches it), to
-    # drop Repr-Digest from and add Vary: Accept-Encoding to exactly those (gzip_vary adds it
-    # to identity answers too); a HEAD gets the GET's headers. A 304 has no body, but it stands
-    # for the 200 it validates (RFC 9110 15.4.5): when that 200 would be compressed (its type
-    # from the gateway's X-Fxev-Type, or from the cached 200), the 304 says Vary and the weak ETag.
-    gzip on;
-    gzip_types application/json;
-    gzip_min_length 1;
-    gzip_proxied any;
-    gzip_vary off;
-    gzip_http_version 1.1;
-    map $http_accept_encoding $fxev_gzip_accepted {
-        default 0;
-        "@@GZIP_ACCEPTED@@" 1;
-    }
-    # What the answer is for that prediction: its type, or for a 304 the type of its 200.
-    map $status $fxev_shown_type {
-        default $sent_http_content_type;
-        304 $upstream_http_x_fxev_type$upstream_http_content_type;
-    }
-    map $fxev_shown_type $fxev_gzip_type {
-        default 0;
-        "~*^(application/json|text/html)(;\\s*charset=[^;]*)?$" 1;
-    }
-    map "$fxev_gzip_accepted$fxev_gzip_type $server_protocol $status $sent_http_content_length"
-        $fxev_gzipped {
-        default 0;
-        "~^11 HTTP/1\\.1 (200|403|404) (?!0$)" 1;
-        "~^11 HTTP/1\\.1 304 " 1;
-    }
-    map "$request_method $status $fxev_gzipped" $fxev_repr_digest {
-        "~^HEAD " "";
-        "~ 304 " "";
-        "~ 1$" "";
-        default $upstream_http_repr_digest;
-    }
-    map $fxev_gzipped $fxev_vary {
-        default "";
-        1 Accept-Encoding;
-    }
-    map "$fxev_gzipped $status $upstream_http_etag" $fxev_validator {
-        default $upstream_http_etag;
-        "~^1 304 (?<fxev_strong>[^W].*)$" W/$fxev_strong;
-    }
-    # The immutable routes: the auth step decides what may be cached; everything else passes.
-    map "$request_method $arg_as_of_revision" $fxev_as_of {
-        default 0;
-        "~^(GET|HEAD) ." 1;
-    }
-    # A request with a body: passed, so that the body is read (or refused) before any auth step
-    # counts and records the request.
-    map "$http_transfer_encoding|$http_content_length" $fxev_with_body {
-        default 1;
-        "|" 0;
-        "|0" 0;
-    }
-    map "$http_if_match$http_if_unmodified_since$http_if_modified_since" $fxev_preconditioned {
-        default 1;
-        "" 0;
-    }
-    # A fresh request id for what nginx answers by itself: a UUID4 made of nginx's 32 random
-    # hex digits, the 13th replaced by the version (4), the 17th by the variant (8, 9, a or b,
-    # chosen by the digit it replaces).
-    map $request_id $fxev_uuid_variant {
-        "~^.{16}[0-3]" 8;
-        "~^.{16}[4-7]" 9;
-        "~^.{16}[89ab]" a;
-        default b;
-    }
-    map $request_id $fxev_own_request_id {
-        "~^(?<a>.{8})(?<b>.{4}).(?<c>.{3}).(?<d>.{3})(?<e>.{12})$"
-            "$a-$b-4$c-$fxev_uuid_variant$d-$e";
-    }
-    # The log's answers: the gateway's request id when it answered this request, a fresh one
-    # when the answer came from the cache.
-    map $upstream_cache_status $fxev_log_request_id {
-        default $fxev_own_request_id;
-        "" $upstream_http_x_request_id;
-        MISS $upstream_http_x_request_id;
-        EXPIRED $upstream_http_x_request_id;
-        BYPASS $upstream_http_x_request_id;
-    }
+@@MAPS@@
 
     proxy_http_version 1.1;
     proxy_connect_timeout 2s;
@@ -202,9 +125,7 @@ http {
         # 412, or a 200 where If-None-Match matches: RFC 9110 13.1.3 has it ignore the date).
         location = /v1/rates {
             error_page 418 = @fxev_pass;
-            # A second redirect may follow the first: the full step's refusal after the lane's,
-            # a body nginx cannot read after a pass.
-            recursive_error_pages on;
+@@SECOND_REDIRECT@@
             if ($fxev_as_of = 0) { return 418; }
             if ($fxev_preconditioned) { return 418; }
             if ($fxev_with_body) { return 418; }
@@ -212,9 +133,7 @@ http {
         }
         location ~ ^/v1/evidence/[^/]*$ {
             error_page 418 = @fxev_pass;
-            # A second redirect may follow the first: the full step's refusal after the lane's,
-            # a body nginx cannot read after a pass.
-            recursive_error_pages on;
+@@SECOND_REDIRECT@@
             if ($request_method !~ ^(GET|HEAD)$) { return 418; }
             if ($fxev_preconditioned) { return 418; }
             if ($fxev_with_body) { return 418; }
@@ -222,11 +141,12 @@ http {
         }
         # The transparency log: public; tiles, entry bundles and rows lists cached (immutable),
         # no token to check, a fresh X-Request-Id. Passed as the as-of pages are: requests
-        # with another precondition than If-None-Match.
+        # with another precondition than If-None-Match, and requests with a body.
         location /v1/log/ {
-            recursive_error_pages on;
             error_page 418 = @fxev_pass;
+@@SECOND_REDIRECT@@
             if ($fxev_preconditioned) { return 418; }
+            if ($fxev_with_body) { return 418; }
             proxy_cache fxev_cache;
             proxy_cache_key "log $request_uri";
             proxy_cache_lock on;
@@ -396,5 +316,6 @@ BLOCKS |= {"AUTH_HEADERS": AUTH_HEADERS, "PASSED": _PASSED, "DIGEST": _DIGEST, "
 BLOCKS["UPSTREAM_HEADERS"] = _UPSTREAM_HEADERS
 BLOCKS["OWN_ANSWER"] = _OWN_ANSWER
 BLOCKS["VALIDATOR"] = _VALIDATOR
+BLOCKS |= {"MAPS": MAPS, "SECOND_REDIRECT": _SECOND_REDIRECT}
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
 LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}

@@ -735,6 +735,20 @@ def test_a_request_with_a_body_on_a_cached_route_is_passed_and_never_claimed_unr
     assert entry["sha256"] == sent
 
 
+@pytest.mark.parametrize("body", [b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhello\r\n0\r\n\r\n"])
+def test_a_request_with_a_body_to_the_log_is_passed_uncached(front: Front, body: bytes) -> None:
+    """The log's location passes a request with a body, as the cached routes do: a body nginx
+    cannot read gets the API's 400 (not nginx's HTML page: section 12, every answer has a fresh
+    `X-Request-Id`), a readable one the gateway's own answer, neither from nor into the cache."""
+    data = request_bytes(log_tile(front).encode(), b"Transfer-Encoding: chunked") + body
+    answer = exchange(front.edge_url, data)
+    if body.startswith(b"zz"):
+        assert_edges_own_refusal(front, answer, 400, "INVALID_PARAMS")
+        return
+    assert (answer.status, answer.headers["x-cache"]) == (200, "PASS")
+    assert answer.body == front.direct(log_tile(front)).body
+
+
 def test_the_edges_internal_locations_answer_as_unknown_paths_do(front: Front) -> None:
     """Section 9: "Unknown path ...: 404 `NOT_FOUND`" (the API's body); section 12: "Every
     answer equals the gateway's" and "Every answer has a fresh `X-Request-Id` ... and the

@@ -1,0 +1,97 @@
+"""The shipped edge's ``nginx.conf``, its ``http`` level: gzip and the maps nginx computes per
+request (docs/operating/edge.md#headers), filled in at ``@@MAPS@@`` of
+:data:`gateway.edge_nginx.TEMPLATE`.
+
+A map is evaluated lazily, when a directive reads its variable: these cost a request nothing
+until a location adds the header or tests the condition that names them.
+"""
+
+from __future__ import annotations
+
+MAPS = """\
+    # gzip for JSON (and HTML, which nginx always includes) when the client accepts it; nginx
+    # makes the ETag weak. The maps below predict when it compresses (status 200/403/404, a
+    # body that is not empty, one of those types, HTTP/1.1, and "gzip" accepted as nginx reads
+    # Accept-Encoding: the first "gzip" token, bare or with ";q=" of a non-zero value of at most
+    # three decimals; the type bare or followed by ";charset=..." only, as nginx matches it), to
+    # drop Repr-Digest from and add Vary: Accept-Encoding to exactly those (gzip_vary adds it
+    # to identity answers too); a HEAD gets the GET's headers. A 304 has no body, but it stands
+    # for the 200 it validates (RFC 9110 15.4.5): when that 200 would be compressed (its type
+    # from the gateway's X-Fxev-Type, or from the cached 200), the 304 says Vary and the weak ETag.
+    gzip on;
+    gzip_types application/json;
+    gzip_min_length 1;
+    gzip_proxied any;
+    gzip_vary off;
+    gzip_http_version 1.1;
+    map $http_accept_encoding $fxev_gzip_accepted {
+        default 0;
+        "@@GZIP_ACCEPTED@@" 1;
+    }
+    # What the answer is for that prediction: its type, or for a 304 the type of its 200.
+    map $status $fxev_shown_type {
+        default $sent_http_content_type;
+        304 $upstream_http_x_fxev_type$upstream_http_content_type;
+    }
+    map $fxev_shown_type $fxev_gzip_type {
+        default 0;
+        "~*^(application/json|text/html)(;\\s*charset=[^;]*)?$" 1;
+    }
+    map "$fxev_gzip_accepted$fxev_gzip_type $server_protocol $status $sent_http_content_length"
+        $fxev_gzipped {
+        default 0;
+        "~^11 HTTP/1\\.1 (200|403|404) (?!0$)" 1;
+        "~^11 HTTP/1\\.1 304 " 1;
+    }
+    map "$request_method $status $fxev_gzipped" $fxev_repr_digest {
+        "~^HEAD " "";
+        "~ 304 " "";
+        "~ 1$" "";
+        default $upstream_http_repr_digest;
+    }
+    map $fxev_gzipped $fxev_vary {
+        default "";
+        1 Accept-Encoding;
+    }
+    map "$fxev_gzipped $status $upstream_http_etag" $fxev_validator {
+        default $upstream_http_etag;
+        "~^1 304 (?<fxev_strong>[^W].*)$" W/$fxev_strong;
+    }
+    # The immutable routes: the auth step decides what may be cached; everything else passes.
+    map "$request_method $arg_as_of_revision" $fxev_as_of {
+        default 0;
+        "~^(GET|HEAD) ." 1;
+    }
+    # A request with a body: passed, so that the body is read (or refused) before any auth step
+    # counts and records the request.
+    map "$http_transfer_encoding|$http_content_length" $fxev_with_body {
+        default 1;
+        "|" 0;
+        "|0" 0;
+    }
+    map "$http_if_match$http_if_unmodified_since$http_if_modified_since" $fxev_preconditioned {
+        default 1;
+        "" 0;
+    }
+    # A fresh request id for what nginx answers by itself: a UUID4 made of nginx's 32 random
+    # hex digits, the 13th replaced by the version (4), the 17th by the variant (8, 9, a or b,
+    # chosen by the digit it replaces).
+    map $request_id $fxev_uuid_variant {
+        "~^.{16}[0-3]" 8;
+        "~^.{16}[4-7]" 9;
+        "~^.{16}[89ab]" a;
+        default b;
+    }
+    map $request_id $fxev_own_request_id {
+        "~^(?<a>.{8})(?<b>.{4}).(?<c>.{3}).(?<d>.{3})(?<e>.{12})$"
+            "$a-$b-4$c-$fxev_uuid_variant$d-$e";
+    }
+    # The log's answers: the gateway's request id when it answered this request, a fresh one
+    # when the answer came from the cache.
+    map $upstream_cache_status $fxev_log_request_id {
+        default $fxev_own_request_id;
+        "" $upstream_http_x_request_id;
+        MISS $upstream_http_x_request_id;
+        EXPIRED $upstream_http_x_request_id;
+        BYPASS $upstream_http_x_request_id;
+    }"""
