@@ -18,7 +18,8 @@ worker has not memoised, a failed ledger. Nothing is counted twice, but for one 
 ledger fails after the lane counted a request, the full step counts it again
 (docs/operating/edge.md#limits).
 
-A request without the edge's credential is answered ``404`` and its connection closed.
+A request without the edge's credential is answered ``404`` and its connection closed, as is a
+step's head longer than :data:`HEAD_LIMIT` or slower than :data:`HEAD_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ WANTED = frozenset(
 # The most bytes a step's head may take before it is complete (the edge's are under 2 KB): past
 # it, the connection is closed (``httptools`` would hold a header of any length).
 HEAD_LIMIT = 16 << 10
+# The most seconds a step's head may take once begun (the edge writes a step whole): past it,
+# the connection is closed. An idle connection, between steps, is the edge's to keep or close.
+HEAD_TIMEOUT_S = 10.0
 FULL_STEP = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
 AUTH_PATH = edge.AUTH_PATH.encode()
 NOT_HERE = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -187,11 +191,13 @@ class LaneConnection(asyncio.Protocol):
         self._headers: dict[bytes, bytes] = {}
         self._repeated = False
         self._unfinished = 0  # bytes received since the last complete step
+        self._begun = False  # a step's head has begun and not ended
+        self._deadline: asyncio.TimerHandle | None = None  # for that head to end
 
     # -- httptools' callbacks ---------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self._path, self._headers, self._repeated = b"", {}, False
+        self._path, self._headers, self._repeated, self._begun = b"", {}, False, True
 
     def on_url(self, url: bytes) -> None:
         self._path += url
@@ -203,7 +209,10 @@ class LaneConnection(asyncio.Protocol):
             self._headers[name] = value
 
     def on_message_complete(self) -> None:
-        self._unfinished = 0
+        self._unfinished, self._begun = 0, False
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
         parser = self.parser
         self.waiting.append(
             Asked(
@@ -223,6 +232,8 @@ class LaneConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
+        if self._deadline is not None:
+            self._deadline.cancel()
         self.lane.connections.discard(self)
 
     def data_received(self, data: bytes) -> None:
@@ -230,16 +241,27 @@ class LaneConnection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade):  # not the edge's
-            self.send(NOT_HERE)
+            self.refuse()
             return
         if self._unfinished > HEAD_LIMIT:  # a head that never ends: not the edge's
-            self.waiting.clear()
-            self.send(NOT_HERE)
+            self.refuse()
             return
+        if self._begun and self._deadline is None:  # a head that may never end: not long
+            loop = asyncio.get_running_loop()
+            self._deadline = loop.call_later(HEAD_TIMEOUT_S, self.refuse)
         if not self.busy:
             self.next()
 
     # -- answering --------------------------------------------------------------------------
+
+    def refuse(self) -> None:
+        """Answer :data:`NOT_HERE` and close, for a connection that is not the edge's (a head
+        too long or too slow, or unreadable), dropping the steps it had waiting."""
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self.waiting.clear()
+        self.send(NOT_HERE)
 
     def send(self, answer: bytes) -> None:
         """Write the answer to the step taken; close after it when that step asked to, or when

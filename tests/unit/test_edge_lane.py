@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gateway import edge
-from gateway.edge_lane import FULL_STEP, HEAD_LIMIT, AuthLane, LaneConnection
+from gateway import edge, edge_lane
+from gateway.edge_lane import FULL_STEP, HEAD_LIMIT, NOT_HERE, AuthLane, LaneConnection
 from gateway.ledger import LedgerUnavailable
 from gateway.ratelimit import ALLOWED, Decision
 from tokens.store import TokenRecord
@@ -157,5 +157,42 @@ def test_a_head_that_never_ends_closes_the_connection() -> None:
             conn.data_received(b"y" * 1024)
         assert transport.written.startswith(b"HTTP/1.1 404 ") and transport.closed
         assert ledger.futures == []
+
+    asyncio.run(run())
+
+
+def test_a_head_too_slow_closes_the_connection_and_a_whole_step_sets_no_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A head begun and not ended within HEAD_TIMEOUT_S (the edge writes a step whole) is not
+    the edge's: 404 and closed, as a head too long is. Steps that arrive whole, and an idle
+    connection between them, are left alone."""
+    monkeypatch.setattr(edge_lane, "HEAD_TIMEOUT_S", 0.05)
+
+    async def run() -> None:
+        conn, transport, ledger, _ = connection()
+        conn.data_received(step("bad"))
+        await asyncio.sleep(0.1)
+        assert transport.written == FULL_STEP and not transport.closed
+        conn.data_received(step("bad")[:20])
+        await asyncio.sleep(0.02)
+        conn.data_received(step("bad")[20:40])
+        assert not transport.closed
+        await asyncio.sleep(0.1)
+        assert transport.written == FULL_STEP + NOT_HERE and transport.closed
+        assert ledger.futures == []
+
+    asyncio.run(run())
+
+
+def test_a_head_ended_in_pieces_in_time_is_answered() -> None:
+    async def run() -> None:
+        conn, transport, _, _ = connection()
+        data = step("bad")
+        conn.data_received(data[:30])
+        conn.data_received(data[30:])
+        await asyncio.sleep(0)
+        assert transport.written == FULL_STEP and not transport.closed
+        assert conn._deadline is None
 
     asyncio.run(run())
