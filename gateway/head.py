@@ -36,7 +36,9 @@ REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\
 FIELD_LINES = re.compile(rb"(?:\r\n" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*)*")
 HOST_VALUE = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[-A-Za-z0-9._~!$&'()*+,;=%]*)(?::[0-9]*)?")
 TRANSFER_ENCODING = re.compile(rb"\r\ntransfer-encoding:[\t ]*([^\r]*?)[\t ]*(?=\r\n|\Z)", re.I)
-ABSOLUTE_FORM = re.compile(rb"([A-Za-z][-A-Za-z0-9+.]*://[^/?#]*)(.*)", re.DOTALL)
+# The absolute form with no path: a scheme, an authority, and a query or nothing (a fragment is
+# no part of a request target: RFC 9112 3.2).
+PATHLESS = re.compile(rb"([A-Za-z][-A-Za-z0-9+.]*://[^/?#]*)(\?.*)?")
 LATER_HTTP1 = re.compile(rb"HTTP/1\.[2-9]")
 STRAY_BYTE = re.compile(rb"\0|\r(?!\n)|(?<!\r)\n")  # a NUL, or a CR or LF out of a CRLF
 
@@ -91,11 +93,10 @@ def host_values(fields: bytes, names: bytes) -> list[bytes]:
 
 
 def with_path(target: bytes) -> bytes:
-    """``target``, or the absolute form it is with the empty path written ``/``."""
-    if target[:1] == b"/" or (absolute := ABSOLUTE_FORM.fullmatch(target)) is None:
+    """``target``, or, if it is the absolute form with no path, that form with the path ``/``."""
+    if target[:1] == b"/" or (pathless := PATHLESS.fullmatch(target)) is None:
         return target
-    authority, rest = absolute.groups()
-    return target if rest[:1] == b"/" else authority + b"/" + rest
+    return pathless[1] + b"/" + (pathless[2] or b"")
 
 
 def target_of(head: bytes) -> str | None:

@@ -22,6 +22,8 @@ HOST = b"\r\nHost: 127.0.0.1:8080"
         b"GET /v1/coverage HTTP/1.1" + HOST + b"\r\nX-Latin: caf\xe9",  # obs-text
         b"OPTIONS * HTTP/1.1" + HOST,
         b"GET http://127.0.0.1/v1/coverage HTTP/1.1" + HOST,
+        b"GET http://127.0.0.1#f HTTP/1.1" + HOST,  # Sanic's own refusal: a fragment
+        b"GET localhost:8080 HTTP/1.1" + HOST,  # Sanic's own refusal: the authority form
         b"GET /v1/cover\xffage HTTP/1.1" + HOST,  # Sanic's own refusal: no US-ASCII
         b"GET /v1/coverage HTTP/2.0",  # Sanic's own refusal: another version
     ],
@@ -35,6 +37,7 @@ def test_a_head_the_rfc_reads_as_sanic_does_passes_as_it_came(head: bytes) -> No
     [
         (b"GET http://h HTTP/1.1" + HOST, b"GET http://h/ HTTP/1.1" + HOST),
         (b"GET https://h:8080?x=1 HTTP/1.1" + HOST, b"GET https://h:8080/?x=1 HTTP/1.1" + HOST),
+        (b"GET HTTP://u@h? HTTP/1.1" + HOST, b"GET HTTP://u@h/? HTTP/1.1" + HOST),
         (b"GET / HTTP/1.2" + HOST, b"GET / HTTP/1.1" + HOST),
         (b"GET / HTTP/1.9" + HOST, b"GET / HTTP/1.1" + HOST),
         (
