@@ -706,6 +706,26 @@ def test_the_absolute_form_with_no_path_is_the_roots_answer_directly_and_through
         assert answer.headers.get("content-type") == root.headers.get("content-type")
 
 
+@pytest.mark.parametrize("route", ["as-of", "latest"])
+def test_the_absolute_form_through_the_edge_is_its_origin_form(front: Front, route: str) -> None:
+    """RFC 9112 3.2.2: a server must accept the absolute form. Through the edge it is the origin
+    form's answer (the same body but for `latest`'s request id, checked and recorded with the
+    same path and query), cached route or passed one, as from a gateway alone."""
+    token = front.token(f"absolute-{route}")
+    target = AS_OF if route == "as-of" else LATEST
+    auth = b"Authorization: Bearer " + token.encode()
+    for url in (front.edge_url, front.gateway_url):
+        plain = exchange(url, request_bytes(target.encode(), auth))
+        absolute = exchange(url, request_bytes(b"http://127.0.0.1" + target.encode(), auth))
+        assert absolute.status == plain.status == 200
+        assert {**absolute.json(), "request_id": ""} == {**plain.json(), "request_id": ""}
+        recorded = front.recorded()
+        [entry] = recorded[absolute.headers["x-request-id"]]
+        [plain_entry] = recorded[plain.headers["x-request-id"]]
+        assert (entry["path"], entry["query"]) == (plain_entry["path"], plain_entry["query"])
+        assert entry["sha256"] == hashlib.sha256(absolute.body).hexdigest()
+
+
 @pytest.mark.parametrize("body", [b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhello\r\n0\r\n\r\n"])
 def test_a_request_with_a_body_on_a_cached_route_is_passed_and_never_claimed_unread(
     front: Front, body: bytes
