@@ -73,6 +73,17 @@ MAPS = """\
         default 1;
         "" 0;
     }
+    # The Host a gateway gets: the client's; for an HTTP/1.0 client that sent none, the address
+    # it reached the edge at (nginx speaks HTTP/1.1 to the gateways, and RFC 9112 3.2 has an
+    # HTTP/1.1 request without a Host refused).
+    map $http_host $fxev_host {
+        default $http_host;
+        "" $fxev_server_host:$server_port;
+    }
+    map $server_addr $fxev_server_host {
+        default $server_addr;
+        "~:" "[$server_addr]";
+    }
     # A fresh request id for what nginx answers by itself: a UUID4 made of nginx's 32 random
     # hex digits, the 13th replaced by the version (4), the 17th by the variant (8, 9, a or b,
     # chosen by the digit it replaces).

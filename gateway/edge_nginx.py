@@ -27,7 +27,7 @@ _PASSED = """\
             proxy_pass http://fxev_gateways;"""
 
 _UPSTREAM_HEADERS = """\
-            proxy_set_header Host $http_host;
+            proxy_set_header Host $fxev_host;
             proxy_set_header Connection "";
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;"""
 _DIGEST = """\

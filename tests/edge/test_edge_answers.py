@@ -726,6 +726,24 @@ def test_the_absolute_form_through_the_edge_is_its_origin_form(front: Front, rou
         assert entry["sha256"] == hashlib.sha256(absolute.body).hexdigest()
 
 
+@pytest.mark.parametrize("route", ["as-of", "latest", "coverage", "log tile"])
+def test_an_http_1_0_request_without_host_is_answered_through_the_edge(
+    front: Front, route: str
+) -> None:
+    """RFC 9112 3.2: an HTTP/1.0 request may come without Host; the gateway alone answers it.
+    nginx speaks HTTP/1.1 to the gateways, where a request without Host is refused, so the edge
+    gives them the address the client reached it at: the same answer through the edge."""
+    token = front.token(f"http10-{route}")
+    target = {"as-of": AS_OF, "latest": LATEST, "coverage": "/v1/coverage"}.get(route)
+    target = target or log_tile(front)
+    data = f"GET {target} HTTP/1.0\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+    direct = exchange(front.gateway_url, data)
+    for _ in range(2):  # a miss, then a hit where the route is cached
+        answer = exchange(front.edge_url, data)
+        assert answer.status == direct.status == 200, answer.body[:200]
+        assert answer.headers["content-type"] == direct.headers["content-type"]
+
+
 @pytest.mark.parametrize("body", [b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhello\r\n0\r\n\r\n"])
 def test_a_request_with_a_body_on_a_cached_route_is_passed_and_never_claimed_unread(
     front: Front, body: bytes
