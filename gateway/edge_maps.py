@@ -84,6 +84,19 @@ MAPS = """\
         default $server_addr;
         "~:" "[$server_addr]";
     }
+    # A Host a gateway would refuse (RFC 9112 3.2, as gateway/head.py reads it), which nginx
+    # takes (a brace, a backslash, an "@", a second port...): the edge's own 400, as a gateway
+    # alone answers, rather than an auth step refused. None is an HTTP/1.0 request's right.
+    map $http_host $fxev_host_invalid {
+        default 1;
+        "" 0;
+        "~^(?!.*\\.\\.)(\\[[0-9A-Fa-f:.]+\\]|[-A-Za-z0-9._~!$&'()*+,;=%]+)(:[0-9]*)?$" 0;
+    }
+    map $uri $fxev_bad_host {
+        volatile;  # read again after the redirect to the refusal, where $uri has changed
+        default $fxev_host_invalid;
+        /_fxev_malformed 0;  # the refusal itself (server-level checks run again for it)
+    }
     # A fresh request id for what nginx answers by itself: a UUID4 made of nginx's 32 random
     # hex digits, the 13th replaced by the version (4), the 17th by the variant (8, 9, a or b,
     # chosen by the digit it replaces).

@@ -118,6 +118,7 @@ http {
         # nginx cannot name one for a request whose target it could not parse.)
         error_page 400 414 494 501 505 =400 /_fxev_malformed;
         error_page 405 =405 /_fxev_not_allowed;
+        if ($fxev_bad_host) { return 400; }
 
         # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
         # Passed too: If-Match, If-Unmodified-Since or If-Modified-Since, which the gateways

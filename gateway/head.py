@@ -12,7 +12,7 @@ edge or alone. So a whole head (the bytes before its blank line) is read here fi
   - a header line that is not a token, a colon and a value of visible characters, spaces and
     tabs: a space before the colon (5.1), a line folded onto the next (5.2), a control byte;
   - an HTTP/1.1 request with no ``Host``, any request with two, or a ``Host`` that is no
-    ``host[:port]`` (3.2);
+    ``host[:port]`` (3.2), an empty host included (RFC 9110 4.2.1);
   - a ``Transfer-Encoding`` in an HTTP/1.0 request, whose framing is then faulty (6.1);
 - **rewritten**, for Sanic to read what the RFC reads:
   - the absolute form with no path (``http://host``) gets the path ``/`` (3.2.2; RFC 3986
@@ -34,7 +34,11 @@ _TOKEN = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+"
 REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\.[0-9])")
 # Every header line with the CRLF before it: a token, a colon, then visible bytes, SP and HTAB.
 FIELD_LINES = re.compile(rb"(?:\r\n" + _TOKEN + rb":[\t\x20-\x7e\x80-\xff]*)*")
-HOST_VALUE = re.compile(rb"(?:\[[0-9A-Fa-f:.]+\]|[-A-Za-z0-9._~!$&'()*+,;=%]*)(?::[0-9]*)?")
+# A host (an IP literal or a name: not empty, RFC 9110 4.2.1; no empty label, as nginx reads it)
+# and an optional port. The edge refuses the same (gateway/edge_maps.py, $fxev_bad_host).
+HOST_VALUE = re.compile(
+    rb"(?!.*\.\.)(?:\[[0-9A-Fa-f:.]+\]|[-A-Za-z0-9._~!$&'()*+,;=%]+)(?::[0-9]*)?", re.DOTALL
+)
 TRANSFER_ENCODING = re.compile(rb"\r\ntransfer-encoding:[\t ]*([^\r]*?)[\t ]*(?=\r\n|\Z)", re.I)
 # The absolute form with no path: a scheme, an authority, and a query or nothing (a fragment is
 # no part of a request target: RFC 9112 3.2).
@@ -107,7 +111,7 @@ def target_of(head: bytes) -> str | None:
 
 def check_host(hosts: list[bytes], version: bytes) -> None:
     """Raises :class:`InvalidParams` unless the head's ``Host`` values (``hosts``) are as RFC 9112
-    3.2 has them: one, or none but in HTTP/1.1; a ``host[:port]``, which may be empty."""
+    3.2 has them: one, or none but in HTTP/1.1; a ``host[:port]``."""
     if len(hosts) > 1:
         raise InvalidParams("A request carries one Host header, not more.")
     if not hosts:

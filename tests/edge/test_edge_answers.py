@@ -726,6 +726,45 @@ def test_the_absolute_form_through_the_edge_is_its_origin_form(front: Front, rou
         assert entry["sha256"] == hashlib.sha256(absolute.body).hexdigest()
 
 
+@pytest.mark.parametrize(
+    ("host", "valid"),
+    [
+        (b"a_b.example.", True),
+        (b"A.B:8080", True),
+        (b"[::1]", True),
+        (b"a%20b", True),
+        (b"a,b", True),
+        (b"a{b", False),
+        (b"a\\b", False),
+        (b'a"b', False),
+        (b"a@b", False),
+        (b"a:b", False),
+        (b"a:80:80", False),
+        (b"a..b", False),
+        (b":80", False),
+        (b"", False),
+    ],
+)
+def test_a_host_is_valid_or_refused_alike_through_the_edge_and_by_a_gateway(
+    front: Front, host: bytes, valid: bool
+) -> None:
+    """RFC 9112 3.2: a server refuses a Host that is no `host[:port]` (400). nginx reads Hosts
+    otherwise (it takes a brace or an "@", refuses an empty label), and its auth step then got
+    the gateway's refusal of the head: a retryable 503 on a cached route, or with lanes (which
+    read no Host) the cached 200. The edge now refuses what a gateway refuses, with the API's
+    400, on cached and passed routes alike."""
+    auth = b"Authorization: Bearer " + front.token("hosts").encode()
+    for target in (AS_OF.encode(), LATEST.encode()):
+        data = b"GET " + target + b" HTTP/1.1\r\nHost: " + host + b"\r\n" + auth
+        data += b"\r\nConnection: close\r\n\r\n"
+        direct, answer = exchange(front.gateway_url, data), exchange(front.edge_url, data)
+        if valid:
+            assert direct.status == answer.status == 200, (target, answer.body[:200])
+            continue
+        assert (direct.status, direct.json()["code"]) == (400, "INVALID_PARAMS"), target
+        assert_edges_own_refusal(front, answer, 400, "INVALID_PARAMS")
+
+
 @pytest.mark.parametrize("route", ["as-of", "latest", "coverage", "log tile"])
 def test_an_http_1_0_request_without_host_is_answered_through_the_edge(
     front: Front, route: str

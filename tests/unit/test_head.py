@@ -16,8 +16,8 @@ HOST = b"\r\nHost: 127.0.0.1:8080"
         b"GET /v1/coverage HTTP/1.1" + HOST,
         b"GET /v1/coverage HTTP/1.0",
         b"GET /v1/coverage HTTP/1.1\r\nhOsT:127.0.0.1\r\nX-Empty:",
-        b"GET /v1/coverage HTTP/1.1\r\nHost:",  # empty: a target with no authority (3.2)
         b"GET /v1/coverage HTTP/1.1\r\nHost: [::1]:80\r\nX-Tab: a\tb",
+        b"GET /v1/coverage HTTP/1.1\r\nHost: a_b.example.:\r\nX-A: %20,",
         b"GET /v1/coverage HTTP/1.1" + HOST + b"\r\nTransfer-Encoding: chunked",
         b"GET /v1/coverage HTTP/1.1" + HOST + b"\r\nX-Latin: caf\xe9",  # obs-text
         b"OPTIONS * HTTP/1.1" + HOST,
@@ -78,6 +78,11 @@ def test_a_head_the_rfc_reads_and_sanic_would_not_is_rewritten(head: bytes, read
         (b"GET / HTTP/1.1\r\nHost: a b", "host name"),
         (b"GET / HTTP/1.1\r\nHost: a:8o", "host name"),
         (b"GET / HTTP/1.1\r\nHost: user@a", "host name"),
+        (b"GET / HTTP/1.1\r\nHost:", "host name"),
+        (b"GET / HTTP/1.1\r\nHost: :80", "host name"),
+        (b"GET / HTTP/1.1\r\nHost: a..b", "host name"),
+        (b"GET / HTTP/1.1\r\nHost: a:80:80", "host name"),
+        (b"GET / HTTP/1.1\r\nHost: a{b", "host name"),
         (b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked", "HTTP/1.0"),
     ],
 )
