@@ -1,4 +1,4 @@
-"""The gateway's HTTP/1.1 connection: Sanic's, with its head read by RFC 9112 first, and four
+"""The gateway's HTTP/1.1 connection: Sanic's, with its head read by RFC 9112 first, and three
 malformed requests answered, and promptly (docs/decisions.md#bad-requests).
 
 Sanic reads a request's head until its blank line, CRLF CRLF, and answers what it cannot parse
