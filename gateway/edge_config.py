@@ -16,6 +16,7 @@ from pathlib import Path
 
 from gateway import edge
 from gateway.edge_nginx import BLOCKS, DIRECT_BLOCKS, LANE_BLOCKS, TEMPLATE
+from gateway.head import HOST_PATTERN
 
 ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$")
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -85,6 +86,7 @@ def edge_config(plan: EdgePlan) -> str:
         "MAX_SIZE": CACHE_MAX_SIZE,
         "INACTIVE": CACHE_INACTIVE,
         "GZIP_ACCEPTED": "~*" + GZIP_ACCEPTED,
+        "HOST_VALUE": f"~^{HOST_PATTERN}$",
     }
     for name, value in values.items():
         text = text.replace(f"@@{name}@@", value)

@@ -90,7 +90,7 @@ MAPS = """\
     map $http_host $fxev_host_invalid {
         default 1;
         "" 0;
-        "~^(?!.*\\.\\.)(\\[[0-9A-Fa-f:.]+\\]|[-A-Za-z0-9._~!$&'()*+,;=%]+)(:[0-9]*)?$" 0;
+        "@@HOST_VALUE@@" 0;
     }
     map $uri $fxev_bad_host {
         volatile;  # read again after the redirect to the refusal, where $uri has changed

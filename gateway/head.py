@@ -15,8 +15,9 @@ edge or alone. So a whole head (the bytes before its blank line) is read here fi
     ``host[:port]`` (3.2), an empty host included (RFC 9110 4.2.1);
   - a ``Transfer-Encoding`` in an HTTP/1.0 request, whose framing is then faulty (6.1);
 - **rewritten**, for Sanic to read what the RFC reads:
-  - the absolute form with no path (``http://host``) gets the path ``/`` (3.2.2; RFC 3986
-    6.2.3), where Sanic's request had none and failed in routing and in its error page;
+  - the absolute form with no path (``http://host``), or an empty port (``http://host:/p``),
+    is read as its origin form (``/``, ``/p``: 3.2.2; RFC 3986 6.2.3), where Sanic's request had
+    no path (and failed in routing and in its error page) or was refused;
   - a later HTTP/1 minor version is read as HTTP/1.1 (RFC 9110 2.5);
   - the coding ``chunked`` in any case is written in lower case (RFC 9112 7: coding names are
     case-insensitive; Sanic compares them as they are).
@@ -38,13 +39,18 @@ REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\
 FIELD_LINES = re.compile(rb"(?:\r\n" + _TOKEN + rb":[^\0\r\n]*)*")
 # A host (an IP literal or a name: not empty, RFC 9110 4.2.1; no empty label, as nginx reads it)
 # and an optional port. The edge refuses the same (gateway/edge_maps.py, $fxev_bad_host).
-HOST_VALUE = re.compile(
-    rb"(?!.*\.\.)(?:\[[0-9A-Fa-f:.]+\]|[-A-Za-z0-9._~!$&'()*+,;=%]+)(?::[0-9]*)?", re.DOTALL
+# The same pattern is nginx's (PCRE) and Python's.
+HOST_PATTERN = (
+    r"(?!.*\.\.)(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[-A-Za-z0-9._~!$&'()*+,;=:]+)\]"
+    r"|[-A-Za-z0-9._~!$&'()*+,;=%]+)(?::[0-9]*)?"
 )
-TRANSFER_ENCODING = re.compile(rb"\r\ntransfer-encoding:[\t ]*([^\r]*?)[\t ]*(?=\r\n|\Z)", re.I)
-# The absolute form with no path: a scheme, an authority, and a query or nothing (a fragment is
-# no part of a request target: RFC 9112 3.2).
-PATHLESS = re.compile(rb"([A-Za-z][-A-Za-z0-9+.]*://[^/?#]*)(\?.*)?")
+HOST_VALUE = re.compile(HOST_PATTERN.encode(), re.DOTALL)
+# A Transfer-Encoding line and its value (no lazy quantifier: its time would grow with the
+# square of a run of spaces).
+TRANSFER_ENCODING = re.compile(rb"\r\ntransfer-encoding:([^\r]*)", re.IGNORECASE)
+# The absolute form: a scheme, an authority (its port perhaps empty), and the rest: a path, a
+# query, a fragment (read as in the origin form), or nothing.
+ABSOLUTE_FORM = re.compile(rb"[A-Za-z][-A-Za-z0-9+.]*://([^/?#]*)(.*)", re.DOTALL)
 LATER_HTTP1 = re.compile(rb"HTTP/1\.[2-9]")
 STRAY_BYTE = re.compile(rb"\0|\r(?!\n)|(?<!\r)\n")  # a NUL, or a CR or LF out of a CRLF
 
@@ -99,10 +105,17 @@ def host_values(fields: bytes, names: bytes) -> list[bytes]:
 
 
 def with_path(target: bytes) -> bytes:
-    """``target``, or, if it is the absolute form with no path, that form with the path ``/``."""
-    if target[:1] == b"/" or (pathless := PATHLESS.fullmatch(target)) is None:
+    """``target``, or, if it is an absolute form Sanic cannot read (no path, or an empty port),
+    its origin form: the path (``/`` if empty) and the query. The authority goes (Sanic reads the
+    ``Host``, as it does for any absolute form) and the head never grows past its size limit."""
+    if target[:1] == b"/" or (absolute := ABSOLUTE_FORM.fullmatch(target)) is None:
         return target
-    return pathless[1] + b"/" + (pathless[2] or b"")
+    authority, rest = absolute.groups()
+    if rest[:1] == b"/" and not authority.endswith(b":"):
+        return target
+    if HOST_VALUE.fullmatch(authority.rpartition(b"@")[2]) is None:
+        raise InvalidParams("The target's authority is a host name or address and a port.")
+    return rest if rest[:1] == b"/" else b"/" + rest
 
 
 def target_of(head: bytes) -> str | None:
@@ -126,6 +139,6 @@ def check_host(hosts: list[bytes], version: bytes) -> None:
 def lower_chunked(field: re.Match[bytes]) -> bytes:
     """A ``Transfer-Encoding`` line (with its CRLF) naming ``chunked`` in any case, written as
     Sanic reads it: in lower case, with no space after it."""
-    if field[1].lower() == b"chunked":
+    if field[1].strip(b" \t").lower() == b"chunked":
         return b"\r\nTransfer-Encoding: chunked"
     return field[0]

@@ -324,21 +324,32 @@ def test_a_head_rfc_9112_refuses_is_invalid_params(strict_gateway: Gateway, head
         (b"GET http://127.0.0.1 HTTP/1.1", b"GET / HTTP/1.1"),
         (b"GET http://127.0.0.1?x=1 HTTP/1.1", b"GET /?x=1 HTTP/1.1"),
         (b"GET http://127.0.0.1/v1/coverage HTTP/1.1", b"GET /v1/coverage HTTP/1.1"),
+        (b"GET http://127.0.0.1:/v1/coverage HTTP/1.1", b"GET /v1/coverage HTTP/1.1"),
         (b"GET /v1/coverage HTTP/1.2", b"GET /v1/coverage HTTP/1.1"),
+        (b"\r\n\r\nGET /v1/coverage HTTP/1.1", b"GET /v1/coverage HTTP/1.1"),
         (
             b"GET /v1/coverage HTTP/1.1\r\nTransfer-Encoding: Chunked ",
             b"GET /v1/coverage HTTP/1.1\r\nTransfer-Encoding: chunked",
         ),
     ],
-    ids=["absolute, no path", "absolute, a query", "absolute", "HTTP/1.2", "Chunked"],
+    ids=[
+        "absolute, no path",
+        "absolute, a query",
+        "absolute",
+        "absolute, an empty port",
+        "HTTP/1.2",
+        "empty lines first",
+        "Chunked",
+    ],
 )
 def test_a_head_rfc_9112_reads_is_answered_as_its_plain_form(
     strict_gateway: Gateway, sent: bytes, read: bytes
 ) -> None:
     """Section 9, "bad requests are never 500": the absolute form with no path was a 500 (the
     request had no path). RFC 9112 3.2.2 and RFC 3986 6.2.3 read it as the path ``/``, as the
-    edge's nginx does; RFC 9110 2.5 reads HTTP/1.2 as HTTP/1.1; RFC 9112 7 reads a transfer
-    coding's name in any case. Each gets the answer of its plain form."""
+    edge's nginx does, and an empty port as none (httptools refused it); RFC 9110 2.5 reads
+    HTTP/1.2 as HTTP/1.1; RFC 9112 2.2 ignores empty lines before the request line, and 7 reads
+    a transfer coding's name in any case. Each gets the answer of its plain form."""
     auth = b"\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + strict_gateway.token.encode()
     body = b"0\r\n\r\n" if b"Transfer-Encoding" in sent else b""
     answer = exchange(strict_gateway, sent + auth + b"\r\n\r\n" + body)
@@ -346,6 +357,38 @@ def test_a_head_rfc_9112_reads_is_answered_as_its_plain_form(
     assert answer.status == plain.status != 500, answer.body[:300]
     assert answer.headers.get("content-type") == plain.headers.get("content-type")
     assert "Traceback" not in answer.log
+
+
+@pytest.mark.parametrize(
+    ("framing", "body"),
+    [
+        (b"Content-Length: 0\x0b", b""),
+        (b"Content-Length: 0\x0c", b""),
+        (b"Content-Length: 1_0", b"0123456789"),
+        (b"Transfer-Encoding: chunked", b"0x5\r\nhello\r\n0\r\n\r\n"),
+        (b"Transfer-Encoding: chunked", b"\xef\xbc\x95\r\nhello\r\n0\r\n\r\n"),
+    ],
+    ids=["a VT after the length", "a FF after the length", "a _ in the length", "0x", "a wide 5"],
+)
+def test_a_length_or_chunk_size_that_is_no_ascii_digits_is_invalid_params(
+    strict_gateway: Gateway, framing: bytes, body: bytes
+) -> None:
+    """RFC 9112 6.3 (an invalid Content-Length is 400, and the connection closes) and 7.1
+    (a chunk size is 1*HEXDIG): Python's int() read these, so the body's length was one nginx
+    does not read."""
+    data = request(strict_gateway, b"/v1/coverage", framing) + body
+    answer = exchange(strict_gateway, data)
+    assert_error(answer, 400, "INVALID_PARAMS")
+
+
+def test_a_head_at_the_size_limit_in_the_absolute_form_is_answered(strict_gateway: Gateway) -> None:
+    """The absolute form with no path is read as its origin form, which is shorter: a head just
+    under Sanic's 8 KB limit is answered, as its origin form is (adding a ``/`` pushed it over)."""
+    head = request(strict_gateway, b"http://127.0.0.1").removesuffix(b"\r\n\r\n")
+    padded = head + b"\r\nX-Pad: " + b"p" * (8191 - len(head) - len(b"\r\nX-Pad: "))
+    assert len(padded) == 8191
+    answer = exchange(strict_gateway, padded + b"\r\n\r\n")
+    assert answer.status == 200, answer.body[:300]
 
 
 # -- line ends and slow clients ----------------------------------------------------------------

@@ -732,6 +732,8 @@ def test_the_absolute_form_through_the_edge_is_its_origin_form(front: Front, rou
         (b"a_b.example.", True),
         (b"A.B:8080", True),
         (b"[::1]", True),
+        (b"[v1.fe]:8000", True),
+        (b"a:", True),
         (b"a%20b", True),
         (b"a,b", True),
         (b"a{b", False),
