@@ -256,11 +256,16 @@ class LaneConnection(asyncio.Protocol):
 
     def refuse(self) -> None:
         """Answer :data:`NOT_HERE` and close, for a connection that is not the edge's (a head
-        too long or too slow, or unreadable), dropping the steps it had waiting."""
+        too long or too slow, or unreadable), dropping the steps it had waiting. A step being
+        checked or recorded is answered first (counted, perhaps in the ledger already, it must
+        not be taken again by the full step), and the connection closes after it."""
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
         self.waiting.clear()
+        if self.busy:
+            self.keep_alive = False
+            return
         self.send(NOT_HERE)
 
     def send(self, answer: bytes) -> None:

@@ -161,38 +161,62 @@ def test_a_head_that_never_ends_closes_the_connection() -> None:
     asyncio.run(run())
 
 
-def test_a_head_too_slow_closes_the_connection_and_a_whole_step_sets_no_deadline(
+def test_a_head_too_slow_closes_the_connection_and_an_idle_one_stays_open(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A head begun and not ended within HEAD_TIMEOUT_S (the edge writes a step whole) is not
-    the edge's: 404 and closed, as a head too long is. Steps that arrive whole, and an idle
-    connection between them, are left alone."""
-    monkeypatch.setattr(edge_lane, "HEAD_TIMEOUT_S", 0.05)
+    the edge's: 404 and closed, as a head too long is. A connection idle between whole steps
+    stays open past that time."""
+    monkeypatch.setattr(edge_lane, "HEAD_TIMEOUT_S", 0.3)
 
     async def run() -> None:
         conn, transport, ledger, _ = connection()
         conn.data_received(step("bad"))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.6)  # idle, twice the timeout
         assert transport.written == FULL_STEP and not transport.closed
         conn.data_received(step("bad")[:20])
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
         conn.data_received(step("bad")[20:40])
         assert not transport.closed
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.6)
         assert transport.written == FULL_STEP + NOT_HERE and transport.closed
         assert ledger.futures == []
 
     asyncio.run(run())
 
 
-def test_a_head_ended_in_pieces_in_time_is_answered() -> None:
+def test_a_head_ended_in_pieces_in_time_is_answered_and_the_connection_stays_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(edge_lane, "HEAD_TIMEOUT_S", 0.3)
+
     async def run() -> None:
         conn, transport, _, _ = connection()
         data = step("bad")
         conn.data_received(data[:30])
+        await asyncio.sleep(0.05)
         conn.data_received(data[30:])
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.6)  # past the timeout the first piece started
         assert transport.written == FULL_STEP and not transport.closed
-        assert conn._deadline is None
+
+    asyncio.run(run())
+
+
+def test_a_connection_refused_while_a_step_is_recorded_answers_that_step_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step counted and being recorded must get its answer (else the full step would count it
+    again): a refusal meanwhile (here a head too slow) closes the connection after it."""
+    monkeypatch.setattr(edge_lane, "HEAD_TIMEOUT_S", 0.1)
+
+    async def run() -> None:
+        conn, transport, ledger, limiter = connection()
+        conn.data_received(step() + step()[:20])
+        await asyncio.sleep(0.3)  # the second head times out while the first is recorded
+        assert transport.written == b"" and not transport.closed
+        ledger.futures[0].set_result(None)
+        await settle()
+        assert transport.written.startswith(b"HTTP/1.1 200 ") and transport.closed
+        assert limiter.counted == 1 and len(ledger.entries) == 1
 
     asyncio.run(run())
