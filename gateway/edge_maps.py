@@ -95,7 +95,8 @@ MAPS = """\
     map $uri $fxev_bad_host {
         volatile;  # read again after the redirect to the refusal, where $uri has changed
         default $fxev_host_invalid;
-        /_fxev_malformed 0;  # the refusal itself (server-level checks run again for it)
+        # nginx's own refusals: the server-level check runs again after the redirect to them
+        "~^/_fxev_(malformed|not_allowed)$" 0;
     }
     # A fresh request id for what nginx answers by itself: a UUID4 made of nginx's 32 random
     # hex digits, the 13th replaced by the version (4), the 17th by the variant (8, 9, a or b,

@@ -45,8 +45,8 @@ _VALIDATOR = """\
 
 # In a location that redirects (error_page) to another.
 _SECOND_REDIRECT = """\
-            # A second redirect may follow the first: the full step's refusal after the lane's,
-            # a body nginx cannot read after a pass.
+            # A second redirect may follow the first (a body nginx cannot read after a pass, or
+            # the full auth step's refusal after the lane's).
             recursive_error_pages on;"""
 
 # What nginx answers by itself (no gateway answered, or it refused the request): the API's JSON
@@ -312,11 +312,19 @@ CACHED = """\
 # An immutable route: checked per request by the auth step, then served from the cache.
 IMMUTABLE = "@@CHECK@@@@CACHED@@"
 
-BLOCKS = {"IMMUTABLE": IMMUTABLE, "CACHED": CACHED, "FULL_STEP": FULL_STEP}
-BLOCKS |= {"AUTH_HEADERS": AUTH_HEADERS, "PASSED": _PASSED, "DIGEST": _DIGEST, "STRIP": _STRIP}
-BLOCKS["UPSTREAM_HEADERS"] = _UPSTREAM_HEADERS
-BLOCKS["OWN_ANSWER"] = _OWN_ANSWER
-BLOCKS["VALIDATOR"] = _VALIDATOR
-BLOCKS |= {"MAPS": MAPS, "SECOND_REDIRECT": _SECOND_REDIRECT}
+BLOCKS = {
+    "IMMUTABLE": IMMUTABLE,
+    "CACHED": CACHED,
+    "FULL_STEP": FULL_STEP,
+    "AUTH_HEADERS": AUTH_HEADERS,
+    "PASSED": _PASSED,
+    "DIGEST": _DIGEST,
+    "STRIP": _STRIP,
+    "UPSTREAM_HEADERS": _UPSTREAM_HEADERS,
+    "OWN_ANSWER": _OWN_ANSWER,
+    "VALIDATOR": _VALIDATOR,
+    "MAPS": MAPS,
+    "SECOND_REDIRECT": _SECOND_REDIRECT,
+}
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
 LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}

@@ -13,14 +13,24 @@ edge or alone. So a whole head (the bytes before its blank line) is read here fi
     line folded onto the next (5.2), a name that is no token;
   - an HTTP/1.1 request with no ``Host``, any request with two, or a ``Host`` that is no
     ``host[:port]`` (3.2), an empty host included (RFC 9110 4.2.1);
-  - a ``Transfer-Encoding`` in an HTTP/1.0 request, whose framing is then faulty (6.1);
+  - an absolute form whose authority is no ``host[:port]``, with a user (RFC 9110 4.2.4) or
+    with a fragment (RFC 9112 3.2: no part of a target);
+  - a ``Transfer-Encoding`` in an HTTP/1.0 request, whose framing is then faulty (6.1); a
+    ``Content-Length`` that is not ASCII digits (6.3), a ``Transfer-Encoding`` with a control
+    byte (Sanic strips a value's leading whitespace as Python knows it, VT and FF included,
+    and would read the framing nginx refuses);
 - **rewritten**, for Sanic to read what the RFC reads:
   - the absolute form with no path (``http://host``), or an empty port (``http://host:/p``),
     is read as its origin form (``/``, ``/p``: 3.2.2; RFC 3986 6.2.3), where Sanic's request had
-    no path (and failed in routing and in its error page) or was refused;
+    no path (and failed in routing and in its error page) or was refused. Sanic reads the
+    ``Host``, not the target's authority, for any absolute form (a departure from 3.2.2 that
+    docs/decisions.md#bad-requests names);
   - a later HTTP/1 minor version is read as HTTP/1.1 (RFC 9110 2.5);
   - the coding ``chunked`` in any case is written in lower case (RFC 9112 7: coding names are
     case-insensitive; Sanic compares them as they are).
+
+A ``Content-Length`` and a chunk's size are numbers in ASCII digits (:func:`read_number`, which
+Sanic's reading of both calls: ``gateway.http1``).
 
 The common head passes as it came, at the cost of two regular expressions and a few searches.
 """
@@ -37,25 +47,30 @@ REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\
 # Other control bytes are invalid too (RFC 9110 5.5), but a recipient may keep them, and nginx
 # does: the edge passes them on, so refusing them here would make its auth step fail.
 FIELD_LINES = re.compile(rb"(?:\r\n" + _TOKEN + rb":[^\0\r\n]*)*")
-# A host (an IP literal or a name: not empty, RFC 9110 4.2.1; no empty label, as nginx reads it)
-# and an optional port. The edge refuses the same (gateway/edge_maps.py, $fxev_bad_host).
-# The same pattern is nginx's (PCRE) and Python's.
+# A host (an IP literal or a name: not empty, RFC 9110 4.2.1; no empty label and not "." alone,
+# as nginx reads it) and an optional port. The edge's nginx refuses a Host by the same pattern
+# (gateway/edge_maps.py, $fxev_bad_host): it reads the same in PCRE and in Python.
 HOST_PATTERN = (
-    r"(?!.*\.\.)(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[-A-Za-z0-9._~!$&'()*+,;=:]+)\]"
+    r"(?!.*\.\.)(?!\.(?::|$))(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[-A-Za-z0-9._~!$&'()*+,;=:]+)\]"
     r"|[-A-Za-z0-9._~!$&'()*+,;=%]+)(?::[0-9]*)?"
 )
 HOST_VALUE = re.compile(HOST_PATTERN.encode(), re.DOTALL)
-# A Transfer-Encoding line and its value (no lazy quantifier: its time would grow with the
-# square of a run of spaces).
+# A framing line (Content-Length, Transfer-Encoding) and its value; no lazy quantifier, whose
+# time would grow with the square of a run of spaces.
+FRAMING = re.compile(rb"\r\n(content-length|transfer-encoding):([^\r]*)", re.IGNORECASE)
 TRANSFER_ENCODING = re.compile(rb"\r\ntransfer-encoding:([^\r]*)", re.IGNORECASE)
-# The absolute form: a scheme, an authority (its port perhaps empty), and the rest: a path, a
-# query, a fragment (read as in the origin form), or nothing.
-ABSOLUTE_FORM = re.compile(rb"[A-Za-z][-A-Za-z0-9+.]*://([^/?#]*)(.*)", re.DOTALL)
+CONTROL_BYTE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+DECIMAL = re.compile(r"[0-9]+")
+HEXADECIMAL = re.compile(r"[0-9A-Fa-f]+")
+# A target that starts as the absolute form does (a scheme and "//"), and the absolute form
+# itself: an authority with no user (its port perhaps empty), then a path, a query or nothing.
+SCHEME = re.compile(rb"[A-Za-z][-A-Za-z0-9+.]*://")
+ABSOLUTE_FORM = re.compile(rb"[A-Za-z][-A-Za-z0-9+.]*://([^/?#@]*)((?:[/?][^#]*)?)")
 LATER_HTTP1 = re.compile(rb"HTTP/1\.[2-9]")
 STRAY_BYTE = re.compile(rb"\0|\r(?!\n)|(?<!\r)\n")  # a NUL, or a CR or LF out of a CRLF
 
 BAD_LINE_ENDS = "A request's lines end with CRLF; a CR, LF or NUL is allowed nowhere else."
-BAD_REQUEST_LINE = "The request line is a method, a target and HTTP/1.1, one space apart."
+BAD_REQUEST_LINE = "The request line is a method, a target and HTTP/1.x, one space apart."
 BAD_FIELD_LINE = (
     "A header line is a name (a token: no spaces), a colon and a value on the same line."
 )
@@ -79,15 +94,13 @@ def conform(head: bytes) -> bytes:
     if FIELD_LINES.fullmatch(fields) is None:
         raise InvalidParams(BAD_LINE_ENDS if STRAY_BYTE.search(head) else BAD_FIELD_LINE)
     method, target, version = line.groups()
-    read_target, read_version, read_fields = with_path(target), version, fields
+    read_target, read_version, read_fields = origin_form(target), version, fields
     if LATER_HTTP1.fullmatch(version):
         read_version = b"HTTP/1.1"
     names = fields.lower()  # the field names' case does not count (RFC 9110 5.1)
     check_host(host_values(fields, names), read_version)
-    if b"\r\ntransfer-encoding:" in names:
-        if version == b"HTTP/1.0":
-            raise InvalidParams("An HTTP/1.0 request cannot have Transfer-Encoding (RFC 9112 6.1).")
-        read_fields = TRANSFER_ENCODING.sub(lower_chunked, fields)
+    if b"\r\ncontent-length:" in names or b"\r\ntransfer-encoding:" in names:
+        read_fields = read_framing(fields, version)
     if (read_target, read_version, read_fields) == (target, version, fields):
         return head
     return b" ".join((method, read_target, read_version)) + read_fields
@@ -104,18 +117,49 @@ def host_values(fields: bytes, names: bytes) -> list[bytes]:
     return values
 
 
-def with_path(target: bytes) -> bytes:
+def origin_form(target: bytes) -> bytes:
     """``target``, or, if it is an absolute form Sanic cannot read (no path, or an empty port),
     its origin form: the path (``/`` if empty) and the query. The authority goes (Sanic reads the
-    ``Host``, as it does for any absolute form) and the head never grows past its size limit."""
-    if target[:1] == b"/" or (absolute := ABSOLUTE_FORM.fullmatch(target)) is None:
+    ``Host``, as it does for any absolute form) and the head never grows past its size limit.
+
+    Raises :class:`InvalidParams` for an absolute form that is malformed: a user, a fragment,
+    an authority that is no ``host[:port]``."""
+    if target[:1] == b"/" or not SCHEME.match(target):
         return target
+    absolute = ABSOLUTE_FORM.fullmatch(target)
+    if absolute is None or HOST_VALUE.fullmatch(absolute[1]) is None:
+        raise InvalidParams("An absolute target is a scheme, a host[:port], a path and a query.")
     authority, rest = absolute.groups()
     if rest[:1] == b"/" and not authority.endswith(b":"):
         return target
-    if HOST_VALUE.fullmatch(authority.rpartition(b"@")[2]) is None:
-        raise InvalidParams("The target's authority is a host name or address and a port.")
     return rest if rest[:1] == b"/" else b"/" + rest
+
+
+def read_framing(fields: bytes, version: bytes) -> bytes:
+    """``fields`` with a ``chunked`` coding written as Sanic reads it (:func:`lower_chunked`).
+
+    Raises :class:`InvalidParams` for framing RFC 9112 has a server refuse (6.1, 6.3), or that
+    Sanic would read otherwise than nginx: a ``Content-Length`` that is not ASCII digits, a
+    ``Transfer-Encoding`` in HTTP/1.0 or with a control byte."""
+    for name, value in FRAMING.findall(fields):
+        if name.lower() == b"content-length":
+            if not DECIMAL.fullmatch(value.strip(b" \t").decode("latin-1")):
+                raise InvalidParams("The Content-Length is a number in ASCII digits.")
+        elif version == b"HTTP/1.0":
+            raise InvalidParams("An HTTP/1.0 request cannot have Transfer-Encoding (RFC 9112 6.1).")
+        elif CONTROL_BYTE.search(value):
+            raise InvalidParams("The Transfer-Encoding names codings, without control bytes.")
+    return TRANSFER_ENCODING.sub(lower_chunked, fields)
+
+
+def read_number(value: str, base: int = 10) -> int:
+    """A ``Content-Length`` (base 10) or a chunk's size (base 16) as RFC 9112 writes them (6.3,
+    7.1): ASCII digits, then perhaps spaces or tabs. Python's ``int`` also takes other scripts'
+    digits, other whitespace, ``_`` and ``0x``: those raise ValueError."""
+    digits = value.rstrip(" \t")
+    if not (DECIMAL if base == 10 else HEXADECIMAL).fullmatch(digits):
+        raise ValueError(f"not in base-{base} ASCII digits")
+    return int(digits, base)
 
 
 def target_of(head: bytes) -> str | None:
@@ -137,8 +181,8 @@ def check_host(hosts: list[bytes], version: bytes) -> None:
 
 
 def lower_chunked(field: re.Match[bytes]) -> bytes:
-    """A ``Transfer-Encoding`` line (with its CRLF) naming ``chunked`` in any case, written as
-    Sanic reads it: in lower case, with no space after it."""
+    """A ``Transfer-Encoding`` line (with its CRLF) naming ``chunked`` in any case, with spaces
+    or tabs around it, written as Sanic reads it: ``chunked``, in lower case, alone."""
     if field[1].strip(b" \t").lower() == b"chunked":
         return b"\r\nTransfer-Encoding: chunked"
     return field[0]

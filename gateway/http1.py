@@ -17,7 +17,7 @@ refuses what RFC 9112 has a server refuse and rewrites what the RFC reads and Sa
   stand-in gets the target with its control and non-ASCII bytes percent-encoded.
 
 Sanic's numbers are read by the RFC too: a ``Content-Length`` and a chunk's size in ASCII digits
-only (:meth:`GatewayHttp._safe_int`).
+only (:func:`gateway.head.read_number`).
 
 A request from the shipped edge is recognised here too, as soon as its head is read
 (:mod:`gateway.edge`), before routing.
@@ -28,8 +28,6 @@ with it (``gateway.app``).
 
 from __future__ import annotations
 
-import re
-
 from sanic.exceptions import BadRequest
 from sanic.http import Http, Stage
 from sanic.server.protocols.http_protocol import HttpProtocol
@@ -37,8 +35,7 @@ from sanic.server.protocols.http_protocol import HttpProtocol
 from gateway import edge, head
 from gateway.errors import InvalidParams
 
-DECIMAL = re.compile(r"[0-9]+")
-HEXADECIMAL = re.compile(r"[0-9A-Fa-f]+")
+EMPTY_LINES_IGNORED = 4  # before a request line; one more is refused
 
 
 def printable_target(target: str) -> str:
@@ -77,14 +74,18 @@ class GatewayHttp(Http):
             edge.arrive(self)
 
     async def _receive_head(self) -> None:
-        """Wait, as Sanic's reading does, for the head's blank line, ignoring empty lines before
-        the request line (RFC 9112 2.2); then have the head read by RFC 9112
+        """Wait, as Sanic's reading does, for the head's blank line, ignoring a few empty lines
+        before the request line (RFC 9112 2.2: at least one; more are refused, or a client could
+        hold the connection with one every few seconds); then have the head read by RFC 9112
         (:func:`gateway.head.conform`) in the buffer Sanic parses. A head over Sanic's size
         limit is left to Sanic to refuse."""
-        buffer = self.recv_buffer
+        buffer, empty_lines = self.recv_buffer, 0
         while True:
             while buffer[:2] == b"\r\n":
                 del buffer[:2]
+                empty_lines += 1
+                if empty_lines > EMPTY_LINES_IGNORED:
+                    raise InvalidParams("A request starts with its request line.")
             if (end := buffer.find(b"\r\n\r\n")) >= 0:
                 break
             if len(buffer) - 3 >= self.HEADER_MAX_SIZE:
@@ -103,13 +104,9 @@ class GatewayHttp(Http):
 
     @staticmethod
     def _safe_int(value: str, base: int = 10) -> int:
-        """Sanic's reading of a ``Content-Length`` (base 10) and of a chunk's size (base 16), held
-        to RFC 9112's grammar (6.3, 7.1): ASCII digits, and spaces or tabs after them. Python's
-        ``int`` also takes other scripts' digits, other whitespace, ``_`` and ``0x``."""
-        digits = value.rstrip(" \t")
-        if not (DECIMAL if base == 10 else HEXADECIMAL).fullmatch(digits):
-            raise ValueError(f"not {base}-digits")
-        return int(digits, base)
+        """Sanic's reading of a ``Content-Length`` and of a chunk's size, by RFC 9112's grammar
+        (:func:`gateway.head.read_number`)."""
+        return head.read_number(value, base)
 
     def create_empty_request(self) -> None:
         """Sanic's stand-in request for answering an error, made even when the target that

@@ -744,6 +744,8 @@ def test_the_absolute_form_through_the_edge_is_its_origin_form(front: Front, rou
         (b"a:80:80", False),
         (b"a..b", False),
         (b":80", False),
+        (b".", False),
+        (b".:80", False),
         (b"", False),
     ],
 )
@@ -780,6 +782,30 @@ def test_odd_bytes_in_a_header_value_are_kept_alike_through_the_edge_and_by_a_ga
         data = request_bytes(target, b"X-Note: " + value, auth)
         direct, answer = exchange(front.gateway_url, data), exchange(front.edge_url, data)
         assert direct.status == answer.status == 200, (target, answer.body[:200])
+
+
+def test_trace_with_a_host_only_the_edge_refuses_is_the_apis_405(front: Front) -> None:
+    """nginx answers TRACE 405 before anything else; its redirect to the API's 405 runs the
+    server-level Host check again, which must not turn it into nginx's own HTML 400."""
+    data = b"TRACE /v1/coverage HTTP/1.1\r\nHost: a{b\r\nConnection: close\r\n\r\n"
+    answer = exchange(front.edge_url, data)
+    assert_edges_own_refusal(front, answer, 405, "METHOD_NOT_ALLOWED")
+    assert answer.headers["allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [b"Content-Length:\x0b5", b"Transfer-Encoding:\x0cchunked", b"Content-Length: \xef\xbc\x95"],
+    ids=["a VT before a length", "a FF before a coding", "a wide 5"],
+)
+def test_framing_nginx_refuses_a_gateway_alone_refuses_too(front: Front, framing: bytes) -> None:
+    """Framing read two ways is how requests are smuggled: Sanic stripped a VT or FF before a
+    value and Python's int() read a full-width digit, where nginx refuses. Both refuse now."""
+    auth = b"Authorization: Bearer " + front.token("framing").encode()
+    data = request_bytes(LATEST.encode(), auth, framing) + b"5\r\nhello\r\n0\r\n\r\n"
+    direct = exchange(front.gateway_url, data)
+    assert (direct.status, direct.json()["code"]) == (400, "INVALID_PARAMS"), direct.body[:200]
+    assert_edges_own_refusal(front, exchange(front.edge_url, data), 400, "INVALID_PARAMS")
 
 
 @pytest.mark.parametrize("route", ["as-of", "latest", "coverage", "log tile"])

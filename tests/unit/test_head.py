@@ -7,8 +7,7 @@ import time
 import pytest
 
 from gateway import errors
-from gateway.head import conform, target_of
-from gateway.http1 import GatewayHttp
+from gateway.head import conform, read_number, target_of
 
 HOST = b"\r\nHost: 127.0.0.1:8080"
 
@@ -26,7 +25,6 @@ HOST = b"\r\nHost: 127.0.0.1:8080"
         b"GET /v1/coverage HTTP/1.1" + HOST + b"\r\nX-Odd: a\x01\x1b\x7fb",  # kept, as nginx does
         b"OPTIONS * HTTP/1.1" + HOST,
         b"GET http://127.0.0.1/v1/coverage HTTP/1.1" + HOST,
-        b"GET http://127.0.0.1/v1/coverage#f HTTP/1.1" + HOST,  # a fragment: as in /p#f
         b"GET /v1/coverage HTTP/1.1\r\nHost: [v1.fe]\r\nX-A: b",  # IPvFuture (RFC 3986)
         b"GET /v1/coverage HTTP/1.1\r\nHost: [v7.a:b]:8000",
         b"GET localhost:8080 HTTP/1.1" + HOST,  # Sanic's own refusal: the authority form
@@ -43,8 +41,7 @@ def test_a_head_the_rfc_reads_as_sanic_does_passes_as_it_came(head: bytes) -> No
     [
         (b"GET http://h HTTP/1.1" + HOST, b"GET / HTTP/1.1" + HOST),
         (b"GET https://h:8080?x=1 HTTP/1.1" + HOST, b"GET /?x=1 HTTP/1.1" + HOST),
-        (b"GET HTTP://u@h? HTTP/1.1" + HOST, b"GET /? HTTP/1.1" + HOST),
-        (b"GET http://h#f HTTP/1.1" + HOST, b"GET /#f HTTP/1.1" + HOST),
+        (b"GET HTTP://h? HTTP/1.1" + HOST, b"GET /? HTTP/1.1" + HOST),
         (b"GET http://h:/v1/coverage?x HTTP/1.1" + HOST, b"GET /v1/coverage?x HTTP/1.1" + HOST),
         (b"GET http://[::1]: HTTP/1.1" + HOST, b"GET / HTTP/1.1" + HOST),
         (b"GET / HTTP/1.2" + HOST, b"GET / HTTP/1.1" + HOST),
@@ -92,10 +89,19 @@ def test_a_head_the_rfc_reads_and_sanic_would_not_is_rewritten(head: bytes, read
         (b"GET / HTTP/1.1\r\nHost: a:80:80", "host name"),
         (b"GET / HTTP/1.1\r\nHost: a{b", "host name"),
         (b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked", "HTTP/1.0"),
-        (b"GET http://[::1 HTTP/1.1" + HOST, "authority"),
-        (b"GET http://a{b HTTP/1.1" + HOST, "authority"),
-        (b"GET http:// HTTP/1.1" + HOST, "authority"),
-        (b"GET http://?x HTTP/1.1" + HOST, "authority"),
+        (b"GET http://[::1 HTTP/1.1" + HOST, "host"),
+        (b"GET http://a{b HTTP/1.1" + HOST, "host"),
+        (b"GET http:// HTTP/1.1" + HOST, "host"),
+        (b"GET http://?x HTTP/1.1" + HOST, "host"),
+        (b"GET http://h#f HTTP/1.1" + HOST, "host"),  # a fragment is no part of a target
+        (b"GET http://h/p#f HTTP/1.1" + HOST, "host"),
+        (b"GET http://u@h/p HTTP/1.1" + HOST, "host"),  # a user: RFC 9110 4.2.4
+        (b"GET / HTTP/1.1\r\nHost: .", "host name"),
+        (b"GET / HTTP/1.1\r\nHost: .:80", "host name"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nContent-Length:\x0b5", "ASCII digits"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nContent-Length: \xef\xbc\x95", "ASCII digits"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nContent-Length: 5, 5", "ASCII digits"),
+        (b"GET / HTTP/1.1" + HOST + b"\r\nTransfer-Encoding:\x0cchunked", "control"),
         (b"GET / HTTP/1.1\r\nHost: [v1]", "host name"),
     ],
 )
@@ -112,7 +118,7 @@ def test_the_target_of_a_refused_head_is_found_for_the_log() -> None:
 
 
 def test_a_transfer_coding_after_a_run_of_spaces_is_read_as_it_is() -> None:
-    """The coding's value is read without a lazy match (once quadratic in a run of spaces)."""
+    """A coding after a run of spaces is read as itself (its time: the next test)."""
     spaced = b"GET / HTTP/1.1" + HOST + b"\r\nTransfer-Encoding: a" + b" " * 7000 + b"b"
     assert conform(spaced) is spaced
     chunked = b"GET / HTTP/1.1" + HOST + b"\r\nTransfer-Encoding:" + b" " * 7000 + b"chunked"
@@ -141,7 +147,7 @@ def test_a_run_of_spaces_costs_in_proportion_to_its_length() -> None:
     [("0", 10, 0), ("0042 \t", 10, 42), ("1f", 16, 31), ("1F ", 16, 31)],
 )
 def test_a_length_or_chunk_size_in_ascii_digits_is_read(value: str, base: int, read: int) -> None:
-    assert GatewayHttp._safe_int(value, base) == read
+    assert read_number(value, base) == read
 
 
 @pytest.mark.parametrize(
@@ -152,4 +158,4 @@ def test_a_length_or_chunk_size_in_ascii_digits_is_read(value: str, base: int, r
 def test_a_length_or_chunk_size_in_other_digits_is_refused(value: str, base: int) -> None:
     """RFC 9112 6.3 and 7.1: 1*DIGIT and 1*HEXDIG; Python's int() takes far more."""
     with pytest.raises(ValueError):
-        GatewayHttp._safe_int(value, base)
+        read_number(value, base)
