@@ -106,6 +106,15 @@ def conform(head: bytes) -> bytes:
     return b" ".join((method, read_target, read_version)) + read_fields
 
 
+def check_request_line(received: bytes | bytearray) -> None:
+    """Raises :class:`InvalidParams` if the bytes ``received`` so far hold a whole first line
+    that is no request line (no head that starts so can ever be read)."""
+    line_end = received.find(b"\r\n")
+    if line_end >= 0 and REQUEST_LINE.fullmatch(received, 0, line_end) is None:
+        stray = STRAY_BYTE.search(received, 0, line_end)
+        raise InvalidParams(BAD_LINE_ENDS if stray else BAD_REQUEST_LINE)
+
+
 def host_values(fields: bytes, names: bytes) -> list[bytes]:
     """The values of the ``Host`` lines of ``fields`` (lines with the CRLF before each), found in
     ``names``, the same lines in lower case."""

@@ -76,7 +76,9 @@ class GatewayHttp(Http):
     async def _receive_head(self) -> None:
         """Wait, as Sanic's reading does, for the head's blank line, ignoring a few empty lines
         before the request line (RFC 9112 2.2: at least one; more are refused, or a client could
-        hold the connection with one every few seconds); then have the head read by RFC 9112
+        hold the connection with one every few seconds), and refusing at once a request line
+        that ended and is none (an HTTP/0.9 one, with no version, would wait for the request
+        timeout); then have the head read by RFC 9112
         (:func:`gateway.head.conform`) in the buffer Sanic parses. A head over Sanic's size
         limit is left to Sanic to refuse."""
         buffer, empty_lines = self.recv_buffer, 0
@@ -90,6 +92,7 @@ class GatewayHttp(Http):
                 break
             if len(buffer) - 3 >= self.HEADER_MAX_SIZE:
                 return
+            head.check_request_line(buffer)  # before waiting: can the head ever be read?
             await self._receive_more()
         if end >= self.HEADER_MAX_SIZE:
             return

@@ -440,6 +440,16 @@ def test_bare_lf_line_ends_are_refused_at_once(strict_gateway: Gateway) -> None:
     assert_refused_in_one_line(answer)
 
 
+def test_an_http_0_9_request_line_is_refused_at_once(strict_gateway: Gateway) -> None:
+    """A request line with no version (HTTP/0.9, whose requests have no headers) can never
+    start a head: refused at once, not after the request timeout. (nginx answers it in HTTP/0.9,
+    docs/operating/edge.md#limits.)"""
+    answer = exchange(strict_gateway, b"GET /v1/coverage\r\n")
+    assert_error(answer, 400, "INVALID_PARAMS")
+    assert answer.seconds < REQUEST_TIMEOUT_S / 2
+    assert_refused_in_one_line(answer)
+
+
 def test_a_mixed_bare_lf_head_is_refused_at_once(strict_gateway: Gateway) -> None:
     data = b"GET /v1/coverage HTTP/1.1\nHost: x\r\n\r\n"
     answer = exchange(strict_gateway, data)

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from gateway import errors
-from gateway.head import conform, read_number, target_of
+from gateway.head import check_request_line, conform, read_number, target_of
 
 HOST = b"\r\nHost: 127.0.0.1:8080"
 
@@ -159,3 +159,23 @@ def test_a_length_or_chunk_size_in_other_digits_is_refused(value: str, base: int
     """RFC 9112 6.3 and 7.1: 1*DIGIT and 1*HEXDIG; Python's int() takes far more."""
     with pytest.raises(ValueError):
         read_number(value, base)
+
+
+@pytest.mark.parametrize(
+    ("received", "refused"),
+    [
+        (b"GET /v1/coverage HTTP/1.1\r\nHost: a\r\n", None),
+        (b"GET /v1/cov", None),  # the line may still end well
+        (b"GET /v1/coverage\r\n", "one space apart"),  # HTTP/0.9: no version, no headers
+        (b"GET /v1/coverageHTTP/1.1\r\n", "one space apart"),
+        (b"GET /v1/coverage HTTP/1.1\nHost: a\r\n", "CRLF"),
+    ],
+)
+def test_a_first_line_that_ended_and_is_no_request_line_is_refused_before_the_head_ends(
+    received: bytes, refused: str | None
+) -> None:
+    if refused is None:
+        check_request_line(bytearray(received))
+        return
+    with pytest.raises(errors.InvalidParams, match=refused):
+        check_request_line(bytearray(received))
