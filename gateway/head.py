@@ -58,7 +58,6 @@ HOST_VALUE = re.compile(HOST_PATTERN.encode(), re.DOTALL)
 # A framing line (Content-Length, Transfer-Encoding) and its value; no lazy quantifier, whose
 # time would grow with the square of a run of spaces.
 FRAMING = re.compile(rb"\r\n(content-length|transfer-encoding):([^\r]*)", re.IGNORECASE)
-TRANSFER_ENCODING = re.compile(rb"\r\ntransfer-encoding:([^\r]*)", re.IGNORECASE)
 CONTROL_BYTE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
 DECIMAL = re.compile(r"[0-9]+")
 HEXADECIMAL = re.compile(r"[0-9A-Fa-f]+")
@@ -158,7 +157,7 @@ def read_framing(fields: bytes, version: bytes) -> bytes:
             raise InvalidParams("An HTTP/1.0 request cannot have Transfer-Encoding (RFC 9112 6.1).")
         elif CONTROL_BYTE.search(value):
             raise InvalidParams("The Transfer-Encoding names codings, without control bytes.")
-    return TRANSFER_ENCODING.sub(lower_chunked, fields)
+    return FRAMING.sub(lower_chunked, fields)
 
 
 def read_number(value: str, base: int = 10) -> int:
@@ -190,8 +189,10 @@ def check_host(hosts: list[bytes], version: bytes) -> None:
 
 
 def lower_chunked(field: re.Match[bytes]) -> bytes:
-    """A ``Transfer-Encoding`` line (with its CRLF) naming ``chunked`` in any case, with spaces
-    or tabs around it, written as Sanic reads it: ``chunked``, in lower case, alone."""
-    if field[1].strip(b" \t").lower() == b"chunked":
+    """A framing line (with its CRLF) as it came, or, if it is a ``Transfer-Encoding`` naming
+    ``chunked`` in any case, with spaces or tabs around it, written as Sanic reads it:
+    ``chunked``, in lower case, alone."""
+    name, value = field.groups()
+    if name.lower() == b"transfer-encoding" and value.strip(b" \t").lower() == b"chunked":
         return b"\r\nTransfer-Encoding: chunked"
     return field[0]
