@@ -30,7 +30,9 @@ edge or alone. So a whole head (the bytes before its blank line) is read here fi
     case-insensitive; Sanic compares them as they are).
 
 A ``Content-Length`` and a chunk's size are numbers in ASCII digits (:func:`read_number`, which
-Sanic's reading of both calls: ``gateway.http1``).
+Sanic's reading of both calls: ``gateway.http1``). A chunked body's trailer section is field
+lines, as a head's are (:func:`is_trailer_section`, RFC 9112 7.1.2); ``gateway.http1`` reads and
+discards it, where Sanic refused any.
 
 The common head passes as it came, at the cost of two regular expressions and a few searches.
 """
@@ -65,6 +67,7 @@ HEXADECIMAL = re.compile(r"[0-9A-Fa-f]+")
 # itself: an authority with no user (its port perhaps empty), then a path, a query or nothing.
 SCHEME = re.compile(rb"[A-Za-z][-A-Za-z0-9+.]*://")
 ABSOLUTE_FORM = re.compile(rb"[A-Za-z][-A-Za-z0-9+.]*://([^/?#@]*)((?:[/?][^#]*)?)")
+LAST_CHUNK_SIZE = re.compile(rb"0+[ \t]*")  # before an extension, if any (RFC 9112 7.1.1)
 LATER_HTTP1 = re.compile(rb"HTTP/1\.[2-9]")
 STRAY_BYTE = re.compile(rb"\0|\r(?!\n)|(?<!\r)\n")  # a NUL, or a CR or LF out of a CRLF
 
@@ -168,6 +171,19 @@ def read_number(value: str, base: int = 10) -> int:
     if not (DECIMAL if base == 10 else HEXADECIMAL).fullmatch(digits):
         raise ValueError(f"not in base-{base} ASCII digits")
     return int(digits, base)
+
+
+def is_last_chunk(size_line: bytes) -> bool:
+    """Whether a chunk's size line (without its CRLF) opens the last chunk: a size of zero,
+    perhaps with an extension (RFC 9112 7.1)."""
+    return LAST_CHUNK_SIZE.fullmatch(size_line.split(b";", 1)[0]) is not None
+
+
+def is_trailer_section(fields: bytes) -> bool:
+    """Whether ``fields`` (a chunked body's trailer lines, each with the CRLF before it) are
+    field lines as a head's are: a token, a colon and a value with no NUL, CR or LF (RFC 9112
+    7.1.2)."""
+    return FIELD_LINES.fullmatch(fields) is not None
 
 
 def target_of(head: bytes) -> str | None:

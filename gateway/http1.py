@@ -17,7 +17,12 @@ refuses what RFC 9112 has a server refuse and rewrites what the RFC reads and Sa
   stand-in gets the target with its control and non-ASCII bytes percent-encoded.
 
 Sanic's numbers are read by the RFC too: a ``Content-Length`` and a chunk's size in ASCII digits
-only (:func:`gateway.head.read_number`).
+only (:func:`gateway.head.read_number`). So is a chunked body's framing at each chunk's start
+(RFC 9112 7.1): the CRLF that ends a chunk's data is required (Sanic skipped any two bytes), and
+the trailer section after the last chunk is read and discarded (Sanic refused any, where a
+recipient "MUST be able to parse" it). A trailer section that is no field lines, or longer than
+a head may be, is refused (400) and the connection closed: no byte of it is read as a next
+request.
 
 A request from the shipped edge is recognised here too, as soon as its head is read
 (:mod:`gateway.edge`), before routing.
@@ -28,7 +33,7 @@ with it (``gateway.app``).
 
 from __future__ import annotations
 
-from sanic.exceptions import BadRequest
+from sanic.exceptions import BadRequest, PayloadTooLarge
 from sanic.http import Http, Stage
 from sanic.server.protocols.http_protocol import HttpProtocol
 
@@ -36,6 +41,7 @@ from gateway import edge, head
 from gateway.errors import InvalidParams
 
 EMPTY_LINES_IGNORED = 4  # before a request line; one more is refused
+CHUNK_LINE_MAX = 64  # bytes Sanic waits for a chunk's size line before refusing it
 
 
 def printable_target(target: str) -> str:
@@ -104,6 +110,44 @@ class GatewayHttp(Http):
             raise
         if read is not received:
             buffer[:end] = read
+
+    async def read(self) -> bytes | None:
+        """Sanic's reading of some of the body, a chunk's start first read by RFC 9112 7.1."""
+        if self.request_bytes_left == 0 and self.request_body == "chunked":
+            await self._read_chunk_start()
+        return await super().read()
+
+    async def _read_chunk_start(self) -> None:
+        """At a chunk's start (Sanic's buffer holds the CRLF that ended the head or the last
+        chunk's data, then the size line): refuse a chunk whose data did not end with CRLF; at
+        the last chunk, wait for the trailer section's end and drop its lines, leaving Sanic the
+        empty section it reads. A size line Sanic refuses is left to it."""
+        buffer = self.recv_buffer
+        while len(buffer) < 2:
+            await self._receive_more()
+        if buffer[:2] != b"\r\n":
+            self.keep_alive = False
+            raise BadRequest("A chunk's data must end with CRLF.")
+        while (line_end := buffer.find(b"\r\n", 2)) < 0:
+            if len(buffer) > CHUNK_LINE_MAX:
+                return
+            await self._receive_more()
+        if not head.is_last_chunk(bytes(buffer[2:line_end])):
+            return
+        limit = self.HEADER_MAX_SIZE
+        while (end := buffer.find(b"\r\n\r\n", line_end)) < 0 and len(buffer) - line_end <= limit:
+            if head.has_bare_lf(buffer[line_end:]):
+                self.keep_alive = False
+                raise BadRequest("A trailer section's lines must end with CRLF.")
+            await self._receive_more()
+        if end < 0 or end - line_end > limit:
+            self.keep_alive = False
+            raise PayloadTooLarge("The trailer section exceeds the size limit of a head.")
+        if end > line_end:
+            if not head.is_trailer_section(bytes(buffer[line_end:end])):
+                self.keep_alive = False
+                raise BadRequest("A trailer line is a name, a colon and a value.")
+            del buffer[line_end:end]
 
     @staticmethod
     def _safe_int(value: str, base: int = 10) -> int:

@@ -7,7 +7,14 @@ import time
 import pytest
 
 from gateway import errors
-from gateway.head import check_request_line, conform, read_number, target_of
+from gateway.head import (
+    check_request_line,
+    conform,
+    is_last_chunk,
+    is_trailer_section,
+    read_number,
+    target_of,
+)
 
 HOST = b"\r\nHost: 127.0.0.1:8080"
 
@@ -179,3 +186,28 @@ def test_a_first_line_that_ended_and_is_no_request_line_is_refused_before_the_he
         return
     with pytest.raises(errors.InvalidParams, match=refused):
         check_request_line(bytearray(received))
+
+
+@pytest.mark.parametrize(
+    ("size_line", "last"),
+    [(b"0", True), (b"000", True), (b"0;ext=1", True), (b"0 ;ext", True), (b"00\t", True),
+     (b"1", False), (b"10", False), (b"0a", False), (b"", False), (b" 0", False),
+     (b";0", False), (b"0x0", False)],
+)  # fmt: skip
+def test_the_last_chunk_is_a_size_of_zero_perhaps_with_an_extension(
+    size_line: bytes, last: bool
+) -> None:
+    """RFC 9112 7.1: last-chunk = 1*("0") [ chunk-ext ] CRLF; chunk-ext may begin with BWS."""
+    assert is_last_chunk(size_line) is last
+
+
+@pytest.mark.parametrize(
+    ("fields", "read"),
+    [(b"", True), (b"\r\nX-A: 1", True), (b"\r\nX-A: 1\r\nX-B:", True), (b"\r\nX-A:\x01", True),
+     (b"\r\nX A: 1", False), (b"\r\nX-A : 1", False), (b"\r\n folded", False),
+     (b"\r\nX-A: 1\nX-B: 2", False), (b"\r\nX-A: a\rb", False), (b"\r\nX-A: a\0b", False),
+     (b"X-A: 1", False), (b"\r\n: 1", False)],
+)  # fmt: skip
+def test_a_trailer_section_is_field_lines_as_a_head_s_are(fields: bytes, read: bool) -> None:
+    """RFC 9112 7.1.2: trailer-section = *( field-line CRLF ), field-line as in a head."""
+    assert is_trailer_section(fields) is read
