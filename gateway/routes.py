@@ -163,7 +163,7 @@ def evidence_answer(
         "X-Identidad-Consulta": header_text(meta["identidad_consulta"]),
         "X-Content-Type-Options": "nosniff",
         "Content-Security-Policy": "sandbox",
-        "Content-Disposition": f'attachment; filename="{ev_id}"',
+        "Content-Disposition": "attachment",
     }
     etag = '"' + meta["sha256"] + '"'
     return tree(request).evidence_bytes(meta["sha256"]), etag, headers, meta["content_type"]

@@ -145,8 +145,7 @@ EVIDENCE_HEADERS: dict[str, dict[str, Any]] = {
         "Never run what the source sent.", {"type": "string", "const": "sandbox"}
     ),
     "Content-Disposition": header(
-        "A download, named by ev_id.",
-        {"type": "string", "pattern": '^attachment; filename="[0-9a-f-]{36}"$'},
+        "A download, never shown inline.", {"type": "string", "const": "attachment"}
     ),
 }
 

@@ -435,7 +435,7 @@ def test_evidence_bytes_hash_to_x_sha256(gateway: Gateway) -> None:
     assert resp.headers["X-Identidad-Consulta"] == record["identidad_consulta"]
     assert resp.headers["X-Content-Type-Options"] == "nosniff"
     assert resp.headers["Content-Security-Policy"] == "sandbox"
-    assert resp.headers["Content-Disposition"].startswith("attachment")
+    assert resp.headers["Content-Disposition"] == "attachment"  # exactly (section 9)
     assert resp.headers["Cache-Control"] == "private, max-age=31536000, immutable"
     again = gateway.get(
         f"/v1/evidence/{record['evidencia_id']}", headers={"If-None-Match": f'"{digest}"'}

@@ -110,11 +110,14 @@ def assert_links_resolve(
 
 
 def wait_for_download(folder: Path, name: str) -> bytes:
+    """The bytes of the download named ``name`` (the last segment of its URL: the answer says
+    ``Content-Disposition: attachment``, no file name), perhaps with the extension the browser
+    gives its content type."""
     deadline = time.monotonic() + DOWNLOAD_TIMEOUT_S
-    target = folder / name
     while time.monotonic() < deadline:
-        if target.exists() and not list(folder.glob("*.crdownload")):
-            return target.read_bytes()
+        found = [p for p in folder.iterdir() if p.name == name or p.name.startswith(name + ".")]
+        if len(found) == 1 and not list(folder.glob("*.crdownload")):
+            return found[0].read_bytes()
         time.sleep(0.1)
     raise AssertionError(f"no download {name} in {sorted(p.name for p in folder.iterdir())}")
 
