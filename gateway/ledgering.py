@@ -127,11 +127,19 @@ async def record(request: Request, response: HTTPResponse) -> HTTPResponse:
     ledger: Ledger | None = request.app.ctx.ledger
     if ledger is None:
         return response
-    token = None
     try:
         token = ledger_token(request)
-        if token is None:
-            return response
+    except NotReady as error:
+        # Fleet mode, Redis unreachable: whether the token is valid, and so whether this answer
+        # must be recorded, cannot be known. 503, as for any request with a token (section 10).
+        error_logger.error("%s %s: %s; answering 503", request.method, request.path, error)
+        return error_response(request, error)
+    except Exception:
+        error_logger.exception("token check failed on %s %s", request.method, request.path)
+        return await unavailable(request, ledger, None)
+    if token is None:
+        return response
+    try:
         await ledger.append(ledger_entry(request, response, token))
     except LedgerUnavailable as error:
         error_logger.error("%s; answering 503", error)
