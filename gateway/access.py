@@ -17,6 +17,7 @@ from gateway.ratelimit import now_us
 
 if TYPE_CHECKING:
     from gateway.fleet_limits import RedisGate
+    from tokens.store import TokenRecord
 
 COOKIE = "fxev_sesion"
 
@@ -83,16 +84,31 @@ async def admit_fleet(request: Request) -> None:
     edge was admitted by its auth step already."""
     if getattr(request.ctx, "edge", None) == FILL:
         return
-    gate: RedisGate = request.app.ctx.fleet
     request.ctx.auth_checked = True
     token = presented_token(request)
     if token is None:
         raise Unauthorized("A bearer token is required.")
+    if await admitted(request, token) is None:
+        raise InvalidToken("The token is invalid, revoked or expired.")
+
+
+async def admitted(request: Request, token: str) -> TokenRecord | None:
+    """The record of ``token`` if it is valid (left on ``request.ctx.token``), counted against
+    its limits (429 past one); None, uncounted, if it is not. On one host the token check then
+    the limiter; in fleet mode both in one atomic round trip to Redis (section 10), awaited."""
+    request.ctx.auth_checked = True
+    gate: RedisGate | None = request.app.ctx.fleet
+    if gate is None:
+        checked: TokenRecord | None = request.app.ctx.token_check.check(token, datetime.now(UTC))
+        if checked is not None:
+            request.ctx.token = checked
+            limit_rate(request)
+        return checked
     if request.app.ctx.secret is None:  # Redis not reached since this worker started
         raise NotReady("The shared state is unavailable.")
     record, decision = await gate.admit_async(token, now_us())
-    if record is None:
-        raise InvalidToken("The token is invalid, revoked or expired.")
-    request.ctx.token = record
-    if not decision.allowed:
-        raise RateLimited(decision.retry_after)
+    if record is not None:
+        request.ctx.token = record
+        if not decision.allowed:
+            raise RateLimited(decision.retry_after)
+    return record

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from markupsafe import escape
@@ -37,7 +36,7 @@ from sanic.response import HTTPResponse
 from builder.render.explorer import pages
 from builder.tree.explorer import ExplorerReader
 from gateway import params, routes
-from gateway.access import COOKIE, credential, limit_rate
+from gateway.access import COOKIE, admitted, credential
 from gateway.errors import (
     ApiError,
     CrossSiteRequest,
@@ -112,16 +111,11 @@ def page_file(relative: str) -> str:
 # -- credentials -------------------------------------------------------------------------------
 
 
-def identify(request: Request) -> bool:
+async def identify(request: Request) -> bool:
     """Resolve a valid token or cookie, count it against the limits; False when there is none."""
     request.ctx.auth_checked = True
     text = credential(request)
-    record = None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
-    if record is None:
-        return False
-    request.ctx.token = record
-    limit_rate(request)
-    return True
+    return text is not None and await admitted(request, text) is not None
 
 
 def signin_redirect(request: Request) -> HTTPResponse:
@@ -162,7 +156,7 @@ def explorer_route(handler: Any, credentials: str = REQUIRED) -> Any:
         browser = wants_html(request.headers.get("accept", ""))
         try:
             if credentials != NONE:
-                known = identify(request)
+                known = await identify(request)
                 if not known and credentials == REQUIRED:
                     if browser:
                         return signin_redirect(request)
@@ -294,13 +288,10 @@ async def signin(request: Request) -> HTTPResponse:
         raise CrossSiteRequest("Cross-site sign-in refused.")
     request.ctx.auth_checked = True
     token = (request.form.get("token") or "").strip() if request.form else ""
-    record = request.app.ctx.token_check.check(token, datetime.now(UTC)) if token else None
-    if record is None:
+    if not token or await admitted(request, token) is None:
         body = pages.signin_page("Token inválido, revocado o vencido.")
         refused = InvalidToken if token else Unauthorized  # docs/decisions.md#http-basics
         return html(request, body, 401, **refused.headers)
-    request.ctx.token = record
-    limit_rate(request)
     response = send(request, b"", status=303, content_type=HTML, headers={"Location": "/"})
     response.add_cookie(
         COOKIE,

@@ -916,14 +916,31 @@ def test_one_redis_round_trip_per_request(fleet: Any) -> None:
         for _ in range(5):
             call(gateway.url, COVERAGE, warming, Connection="close")
     port = urlparse(fleet.env["FXEV_REDIS_URL"]).port
+
+    def requests_made() -> None:
+        for n in range(8):
+            resp = call(fleet.gateways[n % 2].url, LATEST if n % 3 else COVERAGE, token)
+            assert resp.status_code == 200, resp.text
+
+    seen = monitored(port, requests_made)
+    commands = client_commands(seen)
+    assert len(commands) <= 8, commands
+
+
+def client_commands(seen: bytes) -> list[str]:
+    """The commands clients sent, from MONITOR's output (those a script runs are marked `lua`)."""
+    lines = [line for line in seen.decode(errors="replace").splitlines() if line.startswith("+")]
+    return [line.split('"')[1] for line in lines if " lua]" not in line]
+
+
+def monitored(port: int, requests_made: Callable[[], None]) -> bytes:
+    """What Redis's MONITOR saw while ``requests_made`` ran."""
     monitor = socket.create_connection(("127.0.0.1", port), timeout=5)
     seen = b""
     try:
         monitor.sendall(b"MONITOR\r\n")
         assert monitor.recv(5) == b"+OK\r\n"
-        for n in range(8):
-            resp = call(fleet.gateways[n % 2].url, LATEST if n % 3 else COVERAGE, token)
-            assert resp.status_code == 200, resp.text
+        requests_made()
         time.sleep(0.5)
         monitor.settimeout(0.5)
         with contextlib.suppress(TimeoutError, socket.timeout):
@@ -931,10 +948,36 @@ def test_one_redis_round_trip_per_request(fleet: Any) -> None:
                 seen += chunk
     finally:
         monitor.close()
-    lines = [line for line in seen.decode(errors="replace").splitlines() if line.startswith("+")]
-    from_clients = [line for line in lines if " lua]" not in line]
-    commands = [line.split('"')[1] for line in from_clients]
-    assert len(from_clients) <= 8, (commands, from_clients)
+    return seen
+
+
+def test_the_explorer_checks_and_counts_a_token_in_one_round_trip(fleet: Any) -> None:
+    """DECISIONS 10, "atomic server-side scripts, at most one round trip per request", for the
+    explorer's pages and its sign-in too: they read the token (HGETALL), then counted it (a
+    script): two round trips, and a token revoked between them was counted. Now one script,
+    as on /v1. (The revisions page reads no alert state, which is a read of its own.)"""
+    _, warming = issue(fleet, "r2-explorer-warming")
+    _, token = issue(fleet, "r2-explorer")
+    for gateway in fleet.gateways:  # warm every worker: scripts loaded, connections open
+        for _ in range(5):
+            call(gateway.url, "/revisiones", warming, Connection="close")
+    answers: list[int] = []
+
+    def requests_made() -> None:
+        for n in range(6):
+            answers.append(call(fleet.gateways[n % 2].url, "/revisiones", token).status_code)
+        signin = requests.post(
+            fleet.gateways[0].url + "/signin",
+            data={"token": token},
+            allow_redirects=False,
+            timeout=10,
+        )
+        answers.append(signin.status_code)
+
+    port = urlparse(fleet.env["FXEV_REDIS_URL"]).port
+    commands = client_commands(monitored(port, requests_made))
+    assert answers == [200] * 6 + [303], answers
+    assert "HGETALL" not in commands and len(commands) <= 7, commands
 
 
 def test_fxev_serve_on_a_fleet_host_needs_no_home_but_a_mirrored_tree(
