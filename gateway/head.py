@@ -67,6 +67,7 @@ HEXADECIMAL = re.compile(r"[0-9A-Fa-f]+")
 # itself: an authority with no user (its port perhaps empty), then a path, a query or nothing.
 SCHEME = re.compile(rb"[A-Za-z][-A-Za-z0-9+.]*://")
 ABSOLUTE_FORM = re.compile(rb"[A-Za-z][-A-Za-z0-9+.]*://([^/?#@]*)((?:[/?][^#]*)?)")
+METHOD = re.compile(rb"(" + _TOKEN + rb") ")
 LAST_CHUNK_SIZE = re.compile(rb"0+[ \t]*")  # before an extension, if any (RFC 9112 7.1.1)
 LATER_HTTP1 = re.compile(rb"HTTP/1\.[2-9]")
 STRAY_BYTE = re.compile(rb"\0|\r(?!\n)|(?<!\r)\n")  # a NUL, or a CR or LF out of a CRLF
@@ -190,6 +191,13 @@ def target_of(head: bytes) -> str | None:
     """The target of ``head``'s request line as Sanic decodes it, if it has one."""
     words = head.split(b"\r\n", 1)[0].split(b" ")
     return words[1].decode(errors="surrogateescape") if len(words) > 1 else None
+
+
+def method_of(received: bytes | bytearray) -> str | None:
+    """The method ``received`` starts with (a token, then a space), if it does: for the log line
+    of a head refused before Sanic read its method."""
+    method = METHOD.match(received)
+    return None if method is None else method[1].decode("ascii")
 
 
 def check_host(hosts: list[bytes], version: bytes) -> None:

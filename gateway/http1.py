@@ -165,6 +165,8 @@ class GatewayHttp(Http):
         except BadRequest:
             self.url = None
             super().create_empty_request()
+        # Its method is NONE; the refusal's line in the log names the one the head starts with.
+        self.request.ctx.method_sent = head.method_of(self.recv_buffer)
 
 
 class GatewayProtocol(HttpProtocol):

@@ -215,7 +215,7 @@ def error_response(request: Request, exception: Exception) -> HTTPResponse:
     ):
         error_logger.warning(
             "refused %s %s: %d %s (%s)",
-            one_line(request.method, 20),
+            one_line(getattr(request.ctx, "method_sent", None) or request.method, 20),
             one_line(request.raw_url.decode("ascii", errors="backslashreplace")),
             error.status,
             error.code,

@@ -316,6 +316,7 @@ def test_a_head_rfc_9112_refuses_is_invalid_params(strict_gateway: Gateway, head
     answer = exchange(strict_gateway, head + token + b"\r\n\r\n")
     assert_error(answer, 400, "INVALID_PARAMS")
     assert_refused_in_one_line(answer)
+    assert "refused GET " in answer.log  # the method sent, not the NONE of Sanic's stand-in
 
 
 @pytest.mark.parametrize(
