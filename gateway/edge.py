@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ from sanic.response import HTTPResponse
 from builder.core import vocabulary
 from gateway.errors import NotReady
 from gateway.response import BytesResponse
+from gateway.sending import repr_digest
 
 if TYPE_CHECKING:
     from sanic.http import Http
@@ -168,7 +170,11 @@ def fill_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
         return response
     error = NotReady("The answer changed since it was authorised; retry.")
     body = error.body(request.ctx.x_request_id)
-    headers = {"X-Request-Id": request.ctx.x_request_id, "Cache-Control": vocabulary.NO_STORE}
+    headers = {
+        "X-Request-Id": request.ctx.x_request_id,
+        "Cache-Control": vocabulary.NO_STORE,
+        "Repr-Digest": repr_digest(hashlib.sha256(body).hexdigest()),
+    }
     return BytesResponse(body, status=error.status, headers=headers)
 
 

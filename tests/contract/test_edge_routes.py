@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from gateway import edge
+from gateway.sending import repr_digest
 from tests.contract.conftest import Gateway, ledger_entries
 from tests.contract.test_api import assert_api_error
 
@@ -110,6 +111,7 @@ def test_a_cache_fill_is_sent_only_with_the_authorised_etag_and_not_recorded(
     assert body.headers["X-Request-Id"] == request_id
     stale = requests.get(gateway.url(AS_OF), headers=fill | {"X-Fxev-Expect": '"0"'}, timeout=10)
     assert stale.status_code == 503 and stale.json()["retryable"] is True
+    assert stale.headers["Repr-Digest"] == repr_digest(hashlib.sha256(stale.content).hexdigest())
     assert len(ledger_entries(gateway.env, request_id)) == 1  # the auth step's alone
 
 
