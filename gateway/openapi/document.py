@@ -44,9 +44,9 @@ from /v1/observations/{obs_id} (superseded_por).
 
 **Requests.** Every path answers GET and HEAD (HEAD: the same status and headers, no body); any \
 other method, OPTIONS included, is 405 METHOD_NOT_ALLOWED with Allow: GET, HEAD; an unknown path \
-(a trailing slash too) is 404 NOT_FOUND. All endpoints but /v1/health/live and this document \
-need Authorization: Bearer <token>. An endpoint takes only the query parameters listed for it \
-(/v1/health/live ignores its query): an unknown or repeated one is 400 INVALID_PARAMS. Dates are \
+(a trailing slash too) is 404 NOT_FOUND. All endpoints but /v1/health/live, this document and \
+the transparency log (/v1/log/...) need Authorization: Bearer <token>. An endpoint takes only \
+the query parameters listed for it: an unknown or repeated one is 400 INVALID_PARAMS. Dates are \
 YYYY-MM-DD; booleans are exactly true or false. Checks run in this order and the first that \
 applies answers: route (404, 405), token (401), rate limit (429), a published revision (503), \
 the form of a path id (422), form and range of every query parameter (400), currency (404 \

@@ -172,8 +172,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "HealthLive",
         "Is the process up?",
         "Public, touches no store, never counts against a limit, never recorded in the ledger; "
-        "its query string is ignored (400 and 408 are only for requests the gateway cannot "
-        "read or that come too slowly).",
+        "it takes no query parameter (any is 400 INVALID_PARAMS).",
         {"200": ok("Alive.", "Live")},
         public=True,
     ),

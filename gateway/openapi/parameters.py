@@ -74,8 +74,9 @@ PARAMETERS: dict[str, Schema] = {
     ),
     "at": query_param(
         "at",
-        "Instant to resolve: YYYY-MM-DDTHH:MM, optional :SS and up to 6 decimals, then Z or "
-        "+HH:MM/-HH:MM (an unencoded +, which arrives as a space, is read as +).",
+        "Instant to resolve: YYYY-MM-DDTHH:MM, optional :SS and any number of decimals (read "
+        "to the microsecond), then Z or +HH:MM/-HH:MM (an unencoded +, which arrives as a "
+        "space, is read as +).",
         {
             "type": "string",
             "format": "date-time",
