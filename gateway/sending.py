@@ -79,12 +79,13 @@ def send(
     already known (a memoised body, evidence checked at load), so it is not hashed again.
 
     A body that is sent (not to HEAD) carries ``Repr-Digest`` (docs/decisions.md#http-basics),
-    the SHA-256 the ledger records for it."""
+    the SHA-256 the ledger records for it; so does a 200 whose body is empty (the zero bytes of a
+    failed capture's evidence), not a bodiless redirect."""
     merged = {"X-Request-Id": x_request_id(request), **NO_STORE, **(headers or {})}
     if body_request_id == FRESH:
         body_request_id = x_request_id(request)
     request.ctx.body_request_id = body_request_id
-    if body and request.method != "HEAD":
+    if (body or status == 200) and request.method != "HEAD":
         if body_sha256 is None:
             body_sha256 = hashlib.sha256(body).hexdigest()
         merged["Repr-Digest"] = repr_digest(body_sha256)

@@ -16,9 +16,11 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import orjson
 import pytest
 import requests
 
+from builder.demo import local_source
 from gateway.routes import ROUTES
 from tests.contract.conftest import Gateway, _running, copy_demo, fxev, issue_token, ledger_entries
 from tests.contract.test_api import assert_api_error
@@ -175,6 +177,26 @@ def test_repr_digest_is_the_hash_the_ledger_records(gateway: Gateway) -> None:
         [entry] = ledger_entries(gateway.env, resp.headers["X-Request-Id"])
         digest = resp.headers["Repr-Digest"].removeprefix("sha-256=:").removesuffix(":")
         assert base64.b64decode(digest).hex() == entry["sha256"], path
+
+
+def test_an_empty_evidence_carries_the_digest_of_no_bytes(tmp_path: Path, demo_home: Path) -> None:
+    """Section 9: "Every response with a body carries `Repr-Digest`", "the same hash the ledger
+    records". A failed capture keeps the zero bytes it got as its evidence; its 200 had no
+    `Repr-Digest` while its ledger entry held the SHA-256 of no bytes. (A redirect without a
+    body still has none: test_every_body_carries_its_repr_digest_and_head_and_304_none.)"""
+    env, token = copy_demo(demo_home, tmp_path)
+    with local_source() as (local, answer):
+        answer[0] = (200, b"", "text/html")
+        captured = orjson.loads(fxev(env, "capture", "--url", local + "/a/txt/tipoCambio.txt")[-1])
+    assert captured["outcome"] == "fallo", captured
+    fxev(env, "build")
+    evidence_id = captured["alerta"]["detalle"]["evidencia_id"]
+    for gateway in _running(tmp_path, env, token):
+        resp = gateway.get(f"/v1/evidence/{evidence_id}")
+        assert (resp.status_code, resp.content) == (200, b"")
+        assert resp.headers["Repr-Digest"] == repr_digest(b"")
+        [entry] = ledger_entries(gateway.env, resp.headers["X-Request-Id"])
+        assert entry["sha256"] == hashlib.sha256(b"").hexdigest()
 
 
 # -- CORS ----------------------------------------------------------------------------------------
