@@ -192,10 +192,11 @@ def is_route(app: Sanic, path: str) -> bool:
 
 def setup_routes(app: Sanic) -> None:
     """Every ``/v1`` route, behind :func:`admit` (in fleet mode :func:`admit_fleet`) when it
-    needs a token, and ledgered; and the edge's replay route, an unknown path to anyone but the
-    edge (:mod:`gateway.edge`)."""
+    needs a token, and ledgered; and the edge's replay and refusal routes, unknown paths to anyone
+    but the edge (:mod:`gateway.edge`)."""
     gate = admit_fleet if app.ctx.settings.redis_url else admit
     for path, handler, needs_token in ROUTES:
         wrapped = ledgered(handler, gate if needs_token else None)
         app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)
     app.add_route(edge.replay, edge.ANSWER_PATH, methods=METHODS, name="edge_replay")
+    app.add_route(edge.refusal, edge.REFUSAL_PATH, methods=METHODS, name="edge_refusal")

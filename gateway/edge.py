@@ -14,6 +14,11 @@ only the edge can make, each carrying the installation's edge credential (``X-Fx
     Nothing is counted or recorded: the auth step did both. A 304 carries, for the edge only,
     the type of the representation it stands for (``X-Fxev-Type``): nginx compresses a 200 of
     that type for a client accepting gzip, and its 304 must then carry the weak ETag too.
+``GET /_edge/refusal/400`` and ``/_edge/refusal/405`` (the edge's own refusals)
+    The answer a gateway gives a request it cannot read (400 ``INVALID_PARAMS``) or whose
+    method it does not take (405 ``METHOD_NOT_ALLOWED``), for a request nginx refused itself:
+    the API's body with a fresh request id and its ``Repr-Digest``, which nginx cannot hash.
+    Nothing is counted or recorded: no token was read, as for the gateway's own refusals.
 The cache fill (the original request, with ``X-Fxev-Admitted`` and ``X-Fxev-Expect``)
     Admitted and recorded by the auth step under the request id it names, so neither checked
     nor counted again, nor recorded; answered only if its ETag is still the one the auth step
@@ -39,9 +44,9 @@ from sanic.exceptions import NotFound as RouteNotFound
 from sanic.response import HTTPResponse
 
 from builder.core import vocabulary
-from gateway.errors import NotReady
+from gateway.errors import ApiError, InvalidParams, MethodNotAllowed, NotReady
 from gateway.response import BytesResponse
-from gateway.sending import repr_digest
+from gateway.sending import MALFORMED, error_response, repr_digest
 
 if TYPE_CHECKING:
     from sanic.http import Http
@@ -54,8 +59,12 @@ ETAG = "X-Fxev-Etag"
 TYPE = "X-Fxev-Type"
 AUTH_PATH = "/_edge/auth"
 ANSWER_PATH = "/_edge/answer"
+REFUSAL_PATH = "/_edge/refusal/<status:str>"
 SECRET_FILE = "edge.secret"
-AUTH, FILL, REPLAY = "auth", "fill", "replay"
+AUTH, FILL, REPLAY, REFUSAL = "auth", "fill", "replay", "refusal"
+# The refusals the edge asks for, by status: what a gateway answers such a request.
+REFUSALS: dict[str, type[ApiError]] = {"400": InvalidParams, "405": MethodNotAllowed}
+REFUSAL_MESSAGES = {"400": MALFORMED, "405": "Only GET and HEAD are allowed."}
 
 
 def has_credential(request: Request) -> bool:
@@ -109,6 +118,8 @@ def arrive(http: Http) -> None:
         replaced.ctx.edge = AUTH
     elif path == ANSWER_PATH:
         request.ctx.edge = REPLAY
+    elif path.startswith("/_edge/refusal/"):
+        request.ctx.edge = REFUSAL
     elif ADMITTED in request.headers:
         request.ctx.edge = FILL
         request.ctx.x_request_id = request.headers.getone(ADMITTED)[:36]
@@ -192,3 +203,11 @@ async def replay(request: Request) -> HTTPResponse:
     for name, value in kept:
         response.headers.add(name, value)
     return response
+
+
+async def refusal(request: Request, status: str) -> HTTPResponse:
+    """``GET /_edge/refusal/<status>``: the gateway's answer to a request nginx refused itself
+    (its error body, request id and digest); an unknown path to anyone but the edge."""
+    if mode(request) != REFUSAL or status not in REFUSALS:
+        raise RouteNotFound("No such path.")
+    return error_response(request, REFUSALS[status](REFUSAL_MESSAGES[status]))

@@ -57,6 +57,20 @@ _OWN_ANSWER = """\
             add_header Cache-Control no-store always;
             add_header X-Cache PASS always;"""
 
+# A refusal asked of a gateway: none of the client's headers (nginx could not read them all)
+# and no body, only the edge's credential; an answer other than the refusal (none, or a gateway
+# that does not know the credential yet) is intercepted, and nginx writes the refusal itself.
+_REFUSAL = """\
+            add_header X-Cache PASS always;
+@@DIGEST@@
+            proxy_intercept_errors on;
+            proxy_pass_request_headers off;
+            proxy_pass_request_body off;
+            proxy_set_header Host $proxy_host;
+            proxy_set_header Connection "";
+            proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
+            proxy_pass http://fxev_gateways;"""
+
 TEMPLATE = """\
 # fxev's edge: nginx in front of the gateways (docs/operating/edge.md). Made by
 # `fxev edge config`. It holds the edge's credential: keep this file private (mode 0600).
@@ -118,6 +132,9 @@ http {
         # nginx cannot name one for a request whose target it could not parse.)
         error_page 400 414 494 501 505 =400 /_fxev_malformed;
         error_page 405 =405 /_fxev_not_allowed;
+        # ... where they go on to a gateway, and, if none answers, to nginx's own text: a
+        # second redirect after the first.
+        recursive_error_pages on;
         if ($fxev_bad_host) { return 400; }
 
         # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
@@ -208,11 +225,22 @@ http {
             set $fxev_down '{"code":"INTERNAL","message":"Internal error.","request_id":';
             return 503 '$fxev_down"$fxev_own_request_id","retryable":true}';
         }
-        # nginx's own refusals (above): the gateway's 400 and 405 bodies (gateway/sending.py);
-        # asked from outside, the gateway's own 404.
+        # nginx's own refusals (above): asked from outside, the gateway's own 404; else the
+        # gateway's 400 and 405 answers, asked of a gateway's refusal route (the API's body
+        # with its Repr-Digest, which nginx cannot hash; nothing counted or recorded) or, if no
+        # gateway gives them, written here.
         location = /_fxev_malformed {
             internal;
             error_page 404 = @fxev_pass;
+            error_page 418 =400 @fxev_malformed;
+            return 418;
+        }
+        location @fxev_malformed {
+            rewrite ^ /_edge/refusal/400? break;
+@@REFUSAL@@
+            error_page 404 500 502 503 504 =400 @fxev_malformed_here;
+        }
+        location @fxev_malformed_here {
 @@OWN_ANSWER@@
             set $fxev_bad '{"code":"INVALID_PARAMS","message":"The request is malformed.",';
             return 200 '$fxev_bad"request_id":"$fxev_own_request_id","retryable":false}';
@@ -220,6 +248,15 @@ http {
         location = /_fxev_not_allowed {
             internal;
             error_page 404 = @fxev_pass;
+            error_page 418 =405 @fxev_not_allowed;
+            return 418;
+        }
+        location @fxev_not_allowed {
+            rewrite ^ /_edge/refusal/405? break;
+@@REFUSAL@@
+            error_page 404 500 502 503 504 =405 @fxev_not_allowed_here;
+        }
+        location @fxev_not_allowed_here {
 @@OWN_ANSWER@@
             add_header Allow "GET, HEAD" always;
             set $fxev_bad '{"code":"METHOD_NOT_ALLOWED","message":';
@@ -325,6 +362,7 @@ BLOCKS = {
     "VALIDATOR": _VALIDATOR,
     "MAPS": MAPS,
     "SECOND_REDIRECT": _SECOND_REDIRECT,
+    "REFUSAL": _REFUSAL,
 }
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
 LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}

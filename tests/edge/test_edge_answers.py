@@ -584,8 +584,9 @@ def test_an_empty_evidence_is_sent_as_the_gateway_sends_it_to_a_client_accepting
 
 
 def assert_edges_own_refusal(front: Front, answer: Raw, status: int, code: str) -> None:
-    """nginx's own refusal in the API's shape: the error body with a fresh UUID4 request id in
-    the body and in `X-Request-Id`, `no-store`; no gateway saw it, so no ledger entry."""
+    """nginx's own refusal in the API's shape, as a gateway's refusal route wrote it: the error
+    body with a fresh UUID4 request id in the body and in `X-Request-Id`, `no-store`, the
+    body's `Repr-Digest` (section 9); no token was read, so no ledger entry."""
     assert (answer.status, answer.headers.get("content-type")) == (status, "application/json"), (
         answer.status, answer.body[:200])  # fmt: skip
     body = answer.json()
@@ -594,6 +595,7 @@ def assert_edges_own_refusal(front: Front, answer: Raw, status: int, code: str) 
     request_id = answer.headers["x-request-id"]
     assert body["request_id"] == request_id and uuid.UUID(request_id).version == 4
     assert answer.headers["cache-control"] == "no-store" and "date" in answer.headers
+    assert answer.headers["repr-digest"] == digest_of(answer.body)
     assert request_id not in front.recorded()
 
 
