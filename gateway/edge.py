@@ -46,7 +46,7 @@ from sanic.response import HTTPResponse
 from builder.core import vocabulary
 from gateway.errors import ApiError, InvalidParams, MethodNotAllowed, NotReady
 from gateway.response import BytesResponse
-from gateway.sending import MALFORMED, error_response, repr_digest
+from gateway.sending import MALFORMED, NOT_ALLOWED, error_response, repr_digest
 
 if TYPE_CHECKING:
     from sanic.http import Http
@@ -59,12 +59,13 @@ ETAG = "X-Fxev-Etag"
 TYPE = "X-Fxev-Type"
 AUTH_PATH = "/_edge/auth"
 ANSWER_PATH = "/_edge/answer"
-REFUSAL_PATH = "/_edge/refusal/<status:str>"
+REFUSAL_PREFIX = "/_edge/refusal/"  # then the status: 400 or 405
+REFUSAL_PATH = REFUSAL_PREFIX + "<status:str>"
 SECRET_FILE = "edge.secret"
 AUTH, FILL, REPLAY, REFUSAL = "auth", "fill", "replay", "refusal"
 # The refusals the edge asks for, by status: what a gateway answers such a request.
 REFUSALS: dict[str, type[ApiError]] = {"400": InvalidParams, "405": MethodNotAllowed}
-REFUSAL_MESSAGES = {"400": MALFORMED, "405": "Only GET and HEAD are allowed."}
+REFUSAL_MESSAGES = {"400": MALFORMED, "405": NOT_ALLOWED}
 
 
 def has_credential(request: Request) -> bool:
@@ -118,7 +119,7 @@ def arrive(http: Http) -> None:
         replaced.ctx.edge = AUTH
     elif path == ANSWER_PATH:
         request.ctx.edge = REPLAY
-    elif path.startswith("/_edge/refusal/"):
+    elif path.startswith(REFUSAL_PREFIX):
         request.ctx.edge = REFUSAL
     elif ADMITTED in request.headers:
         request.ctx.edge = FILL

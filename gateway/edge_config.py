@@ -83,6 +83,7 @@ def edge_config(plan: EdgePlan) -> str:
         "CREDENTIAL": plan.credential,
         "AUTH_PATH": edge.AUTH_PATH,
         "ANSWER_PATH": edge.ANSWER_PATH,
+        "REFUSAL_PREFIX": edge.REFUSAL_PREFIX,
         "MAX_SIZE": CACHE_MAX_SIZE,
         "INACTIVE": CACHE_INACTIVE,
         "GZIP_ACCEPTED": "~*" + GZIP_ACCEPTED,

@@ -236,7 +236,7 @@ http {
             return 418;
         }
         location @fxev_malformed {
-            rewrite ^ /_edge/refusal/400? break;
+            rewrite ^ @@REFUSAL_PREFIX@@400? break;
 @@REFUSAL@@
             error_page 404 500 502 503 504 =400 @fxev_malformed_here;
         }
@@ -252,7 +252,7 @@ http {
             return 418;
         }
         location @fxev_not_allowed {
-            rewrite ^ /_edge/refusal/405? break;
+            rewrite ^ @@REFUSAL_PREFIX@@405? break;
 @@REFUSAL@@
             error_page 404 500 502 503 504 =405 @fxev_not_allowed_here;
         }

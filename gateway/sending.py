@@ -50,6 +50,7 @@ PREFLIGHT = {
 }
 # How a refusal of the HTTP layer (Sanic's, before any route) is told in an INVALID_PARAMS body.
 MALFORMED = "The request is malformed."
+NOT_ALLOWED = "Only GET and HEAD are allowed."
 TOO_LARGE = "The request exceeds the gateway's size limits (8 KB for its line and headers)."
 
 
@@ -187,7 +188,7 @@ def as_api_error(exception: Exception) -> ApiError:
     if isinstance(exception, sanic_exceptions.NotFound):
         return NotFound("No such path.")
     if isinstance(exception, sanic_exceptions.MethodNotAllowed):
-        return MethodNotAllowed("Only GET and HEAD are allowed.")
+        return MethodNotAllowed(NOT_ALLOWED)
     if isinstance(exception, sanic_exceptions.RequestTimeout):
         return RequestTimeout("The request did not arrive within the request timeout.")
     if isinstance(exception, sanic_exceptions.ServiceUnavailable):
