@@ -71,6 +71,25 @@ _REFUSAL = """\
             proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
             proxy_pass http://fxev_gateways;"""
 
+
+def _asked(name: str, status: int) -> str:
+    """The locations of one of nginx's own refusals: ``/_fxev_<name>`` (internal: asked from
+    outside, the gateway's own 404), which asks a gateway's refusal route for the answer of
+    ``status``, and falls back to ``@fxev_<name>_here`` (nginx's own text) if none gives it."""
+    return f"""\
+        location = /_fxev_{name} {{
+            internal;
+            error_page 404 = @fxev_pass;
+            error_page 418 ={status} @fxev_{name};
+            return 418;
+        }}
+        location @fxev_{name} {{
+            rewrite ^ @@REFUSAL_PREFIX@@{status}? break;
+@@REFUSAL@@
+            error_page 404 500 502 503 504 ={status} @fxev_{name}_here;
+        }}"""
+
+
 TEMPLATE = """\
 # fxev's edge: nginx in front of the gateways (docs/operating/edge.md). Made by
 # `fxev edge config`. It holds the edge's credential: keep this file private (mode 0600).
@@ -229,33 +248,13 @@ http {
         # gateway's 400 and 405 answers, asked of a gateway's refusal route (the API's body
         # with its Repr-Digest, which nginx cannot hash; nothing counted or recorded) or, if no
         # gateway gives them, written here.
-        location = /_fxev_malformed {
-            internal;
-            error_page 404 = @fxev_pass;
-            error_page 418 =400 @fxev_malformed;
-            return 418;
-        }
-        location @fxev_malformed {
-            rewrite ^ @@REFUSAL_PREFIX@@400? break;
-@@REFUSAL@@
-            error_page 404 500 502 503 504 =400 @fxev_malformed_here;
-        }
+@@MALFORMED_ASKED@@
         location @fxev_malformed_here {
 @@OWN_ANSWER@@
             set $fxev_bad '{"code":"INVALID_PARAMS","message":"The request is malformed.",';
             return 200 '$fxev_bad"request_id":"$fxev_own_request_id","retryable":false}';
         }
-        location = /_fxev_not_allowed {
-            internal;
-            error_page 404 = @fxev_pass;
-            error_page 418 =405 @fxev_not_allowed;
-            return 418;
-        }
-        location @fxev_not_allowed {
-            rewrite ^ @@REFUSAL_PREFIX@@405? break;
-@@REFUSAL@@
-            error_page 404 500 502 503 504 =405 @fxev_not_allowed_here;
-        }
+@@NOT_ALLOWED_ASKED@@
         location @fxev_not_allowed_here {
 @@OWN_ANSWER@@
             add_header Allow "GET, HEAD" always;
@@ -363,6 +362,8 @@ BLOCKS = {
     "MAPS": MAPS,
     "SECOND_REDIRECT": _SECOND_REDIRECT,
     "REFUSAL": _REFUSAL,
+    "MALFORMED_ASKED": _asked("malformed", 400),
+    "NOT_ALLOWED_ASKED": _asked("not_allowed", 405),
 }
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
 LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}
