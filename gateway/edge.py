@@ -64,8 +64,10 @@ REFUSAL_PATH = REFUSAL_PREFIX + "<status:str>"
 SECRET_FILE = "edge.secret"
 AUTH, FILL, REPLAY, REFUSAL = "auth", "fill", "replay", "refusal"
 # The refusals the edge asks for, by status: what a gateway answers such a request.
-REFUSALS: dict[str, type[ApiError]] = {"400": InvalidParams, "405": MethodNotAllowed}
-REFUSAL_MESSAGES = {"400": MALFORMED, "405": NOT_ALLOWED}
+REFUSALS: dict[str, tuple[type[ApiError], str]] = {
+    "400": (InvalidParams, MALFORMED),
+    "405": (MethodNotAllowed, NOT_ALLOWED),
+}
 
 
 def has_credential(request: Request) -> bool:
@@ -211,4 +213,5 @@ async def refusal(request: Request, status: str) -> HTTPResponse:
     (its error body, request id and digest); an unknown path to anyone but the edge."""
     if mode(request) != REFUSAL or status not in REFUSALS:
         raise RouteNotFound("No such path.")
-    return error_response(request, REFUSALS[status](REFUSAL_MESSAGES[status]))
+    kind, message = REFUSALS[status]
+    return error_response(request, kind(message))

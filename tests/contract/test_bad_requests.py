@@ -96,6 +96,12 @@ def assert_error(answer: Answer, status: int, code: str, retryable: bool = False
     assert "ERROR" not in answer.log
 
 
+def assert_refused(answer: Answer) -> None:
+    """The API's 400 ``INVALID_PARAMS``, refused before any route in one line of log."""
+    assert_error(answer, 400, "INVALID_PARAMS")
+    assert_refused_in_one_line(answer)
+
+
 def assert_refused_in_one_line(answer: Answer) -> None:
     """Refused by the HTTP layer, before any route: one line of the log says so."""
     lines = [line for line in answer.log.splitlines() if line.strip()]
@@ -187,8 +193,7 @@ def oversized(gateway: Gateway) -> dict[str, bytes]:
 )
 def test_a_request_over_sanics_limits_is_invalid_params(strict_gateway: Gateway, case: str) -> None:
     answer = exchange(strict_gateway, oversized(strict_gateway)[case])
-    assert_error(answer, 400, "INVALID_PARAMS")
-    assert_refused_in_one_line(answer)
+    assert_refused(answer)
     assert len(answer.log) < 1000  # the 100 KB are not copied into the log
 
 
@@ -209,8 +214,7 @@ def test_a_nul_or_invalid_utf8_in_the_path_or_query_is_invalid_params(
     strict_gateway: Gateway, target: bytes
 ) -> None:
     answer = exchange(strict_gateway, request(strict_gateway, target))
-    assert_error(answer, 400, "INVALID_PARAMS")
-    assert_refused_in_one_line(answer)
+    assert_refused(answer)
     assert "\x00" not in answer.log
 
 
@@ -269,8 +273,7 @@ def test_the_asterisk_form_is_only_for_options(strict_gateway: Gateway) -> None:
     malformed: 400, refused before any route (it was the explorer's home page); ``OPTIONS *``
     is a method the gateway does not allow, as on any path."""
     answer = exchange(strict_gateway, request(strict_gateway, b"*"))
-    assert_error(answer, 400, "INVALID_PARAMS")
-    assert_refused_in_one_line(answer)
+    assert_refused(answer)
     options = exchange(strict_gateway, b"OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert_error(options, 405, "METHOD_NOT_ALLOWED")
     assert options.headers["allow"] == "GET, HEAD"
@@ -314,8 +317,7 @@ def test_a_head_rfc_9112_refuses_is_invalid_params(strict_gateway: Gateway, head
     reads two, a name with a space, no Host): refused before any route, in one line of log."""
     token = b"\r\nAuthorization: Bearer " + strict_gateway.token.encode()
     answer = exchange(strict_gateway, head + token + b"\r\n\r\n")
-    assert_error(answer, 400, "INVALID_PARAMS")
-    assert_refused_in_one_line(answer)
+    assert_refused(answer)
     assert "refused GET " in answer.log  # the method sent, not the NONE of Sanic's stand-in
 
 
@@ -415,8 +417,7 @@ def test_a_malformed_absolute_form_is_invalid_params(
     """RFC 9112 3.2: a request target has no fragment; RFC 9110 4.2.4: a user in it is an
     error. Refused before any route."""
     answer = exchange(strict_gateway, request(strict_gateway, target))
-    assert_error(answer, 400, "INVALID_PARAMS")
-    assert_refused_in_one_line(answer)
+    assert_refused(answer)
 
 
 def test_more_than_a_few_empty_lines_before_the_request_line_are_refused(
@@ -426,8 +427,7 @@ def test_more_than_a_few_empty_lines_before_the_request_line_are_refused(
     a gateway ignores four (the reads above have two). A fifth is refused, so
     that no client can hold a connection by sending one every few seconds."""
     answer = exchange(strict_gateway, b"\r\n" * 5 + request(strict_gateway, b"/v1/coverage"))
-    assert_error(answer, 400, "INVALID_PARAMS")
-    assert_refused_in_one_line(answer)
+    assert_refused(answer)
 
 
 # -- line ends and slow clients ----------------------------------------------------------------
