@@ -22,7 +22,7 @@ from sanic.response import HTTPResponse
 from builder.core.settings import Settings, load_settings
 from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
-from gateway import edge, pagetoken
+from gateway import edge, head, pagetoken
 from gateway.access import admit, admit_fleet
 from gateway.edge_lane import AuthLane, start_lane, stop_lane
 from gateway.errors import NotReady
@@ -55,9 +55,12 @@ def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
     """The gateway. ``ledger=False`` exists only for the benchmark's ledger-off comparison.
 
     Sanic's own settings come from ``SANIC_*`` variables as usual (``SANIC_REQUEST_TIMEOUT``:
-    how long a client may take to send its request before the 408, 60 s by default)."""
+    how long a client may take to send its request before the 408, 60 s by default), but for
+    the size limits of a request, which are the edge's too (:data:`gateway.head.HEAD_MAX`,
+    :data:`gateway.head.BODY_MAX`)."""
     app = GatewaySanic(APP_NAME, strict_slashes=True)
     app.config.AUTO_EXTEND = False
+    app.config.REQUEST_MAX_SIZE = head.BODY_MAX  # as much as the edge takes
     app.ctx.settings = settings
     app.ctx.ledger_enabled = ledger
     origins = settings.cors_origins

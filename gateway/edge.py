@@ -14,15 +14,20 @@ only the edge can make, each carrying the installation's edge credential (``X-Fx
     Nothing is counted or recorded: the auth step did both. A 304 carries, for the edge only,
     the type of the representation it stands for (``X-Fxev-Type``): nginx compresses a 200 of
     that type for a client accepting gzip, and its 304 must then carry the weak ETag too.
-``GET /_edge/refusal/400`` and ``/_edge/refusal/405`` (the edge's own refusals)
-    The answer a gateway gives a request it cannot read (400 ``INVALID_PARAMS``) or whose
-    method it does not take (405 ``METHOD_NOT_ALLOWED``), for a request nginx refused itself:
-    the API's body with a fresh request id and its ``Repr-Digest``, which nginx cannot hash.
+``GET /_edge/refusal/<name>`` (the edge's own refusals: :data:`REFUSALS`)
+    The answer a gateway gives a request it cannot read (``malformed``: 400
+    ``INVALID_PARAMS``), one over its size limits (``too_large``: the same code, its own
+    message) or one whose method it does not take (``not_allowed``: 405
+    ``METHOD_NOT_ALLOWED``), for a request nginx refused itself: the API's body with a fresh
+    request id and its ``Repr-Digest``, which nginx cannot hash.
     Nothing is counted or recorded: no token was read, as for the gateway's own refusals.
 The cache fill (the original request, with ``X-Fxev-Admitted`` and ``X-Fxev-Expect``)
     Admitted and recorded by the auth step under the request id it names, so neither checked
     nor counted again, nor recorded; answered only if its ETag is still the one the auth step
     gave (else a retryable 503, which the edge does not cache).
+A client's request the edge passes on (``X-Fxev-Passed``, the credential)
+    Answered as a direct request, but that its head may be longer than a client's
+    (:func:`came_through`): the edge has refused a head over the limit, and adds headers.
 
 Without the credential, ``/_edge/...`` is an unknown path (404 ``NOT_FOUND``) and the other
 headers mean nothing. The credential is a secret made once per installation like the page-token
@@ -46,12 +51,13 @@ from sanic.response import HTTPResponse
 from builder.core import vocabulary
 from gateway.errors import ApiError, InvalidParams, MethodNotAllowed, NotReady
 from gateway.response import BytesResponse
-from gateway.sending import MALFORMED, NOT_ALLOWED, error_response, repr_digest
+from gateway.sending import MALFORMED, NOT_ALLOWED, TOO_LARGE, error_response, repr_digest
 
 if TYPE_CHECKING:
     from sanic.http import Http
 
 CREDENTIAL = "x-fxev-edge"
+PASSED = "x-fxev-passed"  # the credential, on a request the edge passes on as it came
 ADMITTED = "x-fxev-admitted"
 EXPECT = "x-fxev-expect"
 ANSWER = "X-Fxev-Answer"
@@ -59,20 +65,21 @@ ETAG = "X-Fxev-Etag"
 TYPE = "X-Fxev-Type"
 AUTH_PATH = "/_edge/auth"
 ANSWER_PATH = "/_edge/answer"
-REFUSAL_PREFIX = "/_edge/refusal/"  # then the status: 400 or 405
-REFUSAL_PATH = REFUSAL_PREFIX + "<status:str>"
+REFUSAL_PREFIX = "/_edge/refusal/"  # then the refusal's name, one of REFUSALS
+REFUSAL_PATH = REFUSAL_PREFIX + "<name:str>"
 SECRET_FILE = "edge.secret"
 AUTH, FILL, REPLAY, REFUSAL = "auth", "fill", "replay", "refusal"
-# The refusals the edge asks for, by status: what a gateway answers such a request.
+# The refusals the edge asks for, by name: what a gateway answers such a request.
 REFUSALS: dict[str, tuple[type[ApiError], str]] = {
-    "400": (InvalidParams, MALFORMED),
-    "405": (MethodNotAllowed, NOT_ALLOWED),
+    "malformed": (InvalidParams, MALFORMED),
+    "too_large": (InvalidParams, TOO_LARGE),
+    "not_allowed": (MethodNotAllowed, NOT_ALLOWED),
 }
 
 
-def has_credential(request: Request) -> bool:
-    """Whether the request carries this installation's edge credential."""
-    given = request.headers.getone(CREDENTIAL, "")
+def has_credential(request: Request, header: str = CREDENTIAL) -> bool:
+    """Whether the request carries this installation's edge credential (in ``header``)."""
+    given = request.headers.getone(header, "")
     secret: str | None = request.app.ctx.edge_secret  # None: in fleet mode, Redis not reached yet
     return (
         bool(given) and secret is not None and hmac.compare_digest(given.encode(), secret.encode())
@@ -126,6 +133,13 @@ def arrive(http: Http) -> None:
     elif ADMITTED in request.headers:
         request.ctx.edge = FILL
         request.ctx.x_request_id = request.headers.getone(ADMITTED)[:36]
+
+
+def came_through(request: Request) -> bool:
+    """Whether the edge sent this request: one of its own (a ``mode``), or a client's it passed
+    on (``X-Fxev-Passed``). The edge refuses a client's head over a gateway's limit, and what it
+    adds may take the head over it."""
+    return mode(request) is not None or has_credential(request, PASSED)
 
 
 def mode(request: Request) -> str | None:
@@ -208,10 +222,10 @@ async def replay(request: Request) -> HTTPResponse:
     return response
 
 
-async def refusal(request: Request, status: str) -> HTTPResponse:
-    """``GET /_edge/refusal/<status>``: the gateway's answer to a request nginx refused itself
+async def refusal(request: Request, name: str) -> HTTPResponse:
+    """``GET /_edge/refusal/<name>``: the gateway's answer to a request nginx refused itself
     (its error body, request id and digest); an unknown path to anyone but the edge."""
-    if mode(request) != REFUSAL or status not in REFUSALS:
+    if mode(request) != REFUSAL or name not in REFUSALS:
         raise RouteNotFound("No such path.")
-    kind, message = REFUSALS[status]
+    kind, message = REFUSALS[name]
     return error_response(request, kind(message))

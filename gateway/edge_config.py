@@ -16,7 +16,8 @@ from pathlib import Path
 
 from gateway import edge
 from gateway.edge_nginx import BLOCKS, DIRECT_BLOCKS, LANE_BLOCKS, TEMPLATE
-from gateway.head import HOST_PATTERN
+from gateway.head import BODY_MAX, HEAD_MAX, HOST_PATTERN
+from gateway.sending import TOO_LARGE
 
 ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$")
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -43,6 +44,22 @@ class EdgePlan:
     cache_dir: Path
     credential: str  # the edge's credential (hex), as the gateways check it
     lanes: tuple[str, ...] = ()  # the gateways' auth lanes (FXEV_EDGE_LANE), if they run them
+
+
+def at_least(number: int) -> str:
+    """A regular expression (PCRE and Python's alike) matching the decimal numbers, written with
+    no leading zero, of ``number`` or more: nginx compares numbers in a map only so."""
+    digits = str(number)
+    size = len(digits)
+    alternatives = [f"[1-9][0-9]{{{size},}}"]  # more digits
+    for at, digit in enumerate(digits):  # the same digits up to here, then a greater one
+        if digit != "9":
+            rest = size - at - 1
+            alternatives.append(
+                digits[:at] + f"[{int(digit) + 1}-9]" + (f"[0-9]{{{rest}}}" if rest else "")
+            )
+    alternatives.append(digits)
+    return "^(?:" + "|".join(alternatives) + ")$"
 
 
 def check_address(text: str) -> str:
@@ -88,6 +105,10 @@ def edge_config(plan: EdgePlan) -> str:
         "INACTIVE": CACHE_INACTIVE,
         "GZIP_ACCEPTED": "~*" + GZIP_ACCEPTED,
         "HOST_VALUE": f"~^{HOST_PATTERN}$",
+        # with its blank line's CRLF CRLF, the 4 bytes the gateway's limit leaves out
+        "HEAD_OVER": "~" + at_least(HEAD_MAX + 4),
+        "BODY_MAX": str(BODY_MAX),
+        "TOO_LARGE": TOO_LARGE.replace("\\", "\\\\").replace("'", "\\'"),
     }
     for name, value in values.items():
         text = text.replace(f"@@{name}@@", value)

@@ -8,8 +8,11 @@ from __future__ import annotations
 from gateway.edge_maps import MAPS
 
 # Pass-through: the client's request as it came, to any gateway; the edge's own headers, if a
-# client sent them, are blanked (an empty value is not sent).
+# client sent them, are blanked (an empty value is not sent). X-Fxev-Passed, the credential,
+# tells a gateway only that the edge took the request, whose head it found within a gateway's
+# limit (what the edge adds may take it over: the gateway then allows an edge's longer head).
 _STRIP = """\
+            proxy_set_header X-Fxev-Passed @@CREDENTIAL@@;
             proxy_set_header X-Fxev-Edge "";
             proxy_set_header X-Fxev-Admitted "";
             proxy_set_header X-Fxev-Expect "";
@@ -20,6 +23,7 @@ _STRIP = """\
 _PASSED = """\
             error_page 502 504 = @fxev_down;
             error_page 400 =400 /_fxev_malformed;  # a body nginx cannot read: as at the server
+@@BODY_OVER@@
             add_header X-Cache PASS always;
 @@DIGEST@@
 @@STRIP@@
@@ -42,6 +46,11 @@ _DIGEST = """\
 _VALIDATOR = """\
             proxy_hide_header X-Fxev-Type;
             add_header ETag $fxev_validator;"""
+
+# A location's own error pages replace the server's: a body over client_max_body_size, refused
+# once the location is found (413), gets a gateway's answer to it.
+_BODY_OVER = """\
+            error_page 413 =400 /_fxev_too_large;"""
 
 # In a location that redirects (error_page) to another.
 _SECOND_REDIRECT = """\
@@ -66,6 +75,7 @@ _REFUSAL = """\
             proxy_intercept_errors on;
             proxy_pass_request_headers off;
             proxy_pass_request_body off;
+            proxy_set_header Content-Length "";  # else the client's length, with no body
             proxy_set_header Host $proxy_host;
             proxy_set_header Connection "";
             proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
@@ -84,7 +94,7 @@ def _asked(name: str, status: int) -> str:
             return 418;
         }}
         location @fxev_{name} {{
-            rewrite ^ @@REFUSAL_PREFIX@@{status}? break;
+            rewrite ^ @@REFUSAL_PREFIX@@{name}? break;
 @@REFUSAL@@
             error_page 404 500 502 503 504 ={status} @fxev_{name}_here;
         }}"""
@@ -108,6 +118,8 @@ http {
     uwsgi_temp_path uwsgi_temp;
     scgi_temp_path scgi_temp;
     keepalive_requests 100000;
+    # A body over a gateway's limit: refused (413), as a gateway refuses it (error_page 413).
+    client_max_body_size @@BODY_MAX@@;
     # Cached bodies go from the cache's files to the socket in the kernel. Not with tcp_nopush:
     # together they held back the end of large answers (about 900 requests a second instead of
     # 10,000 for the 108 KB year page, measured; docs/performance.md).
@@ -149,11 +161,16 @@ http {
         # API's error body, as a gateway answers such a request, with a fresh
         # request id; no gateway saw it, so no ledger holds it. (A URI, not a named location:
         # nginx cannot name one for a request whose target it could not parse.)
-        error_page 400 414 494 501 505 =400 /_fxev_malformed;
+        error_page 400 501 505 =400 /_fxev_malformed;
         error_page 405 =405 /_fxev_not_allowed;
+        # ... and a request over a gateway's size limits: a request line or a header line
+        # over nginx's buffers (414, 494), a head over the gateway's limit (below), a body
+        # over client_max_body_size (413).
+        error_page 413 414 494 =400 /_fxev_too_large;
         # ... where they go on to a gateway, and, if none answers, to nginx's own text: a
         # second redirect after the first.
         recursive_error_pages on;
+        if ($fxev_head_too_large) { return 494; }
         if ($fxev_bad_host) { return 400; }
 
         # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
@@ -163,6 +180,7 @@ http {
         location = /v1/rates {
             error_page 418 = @fxev_pass;
 @@SECOND_REDIRECT@@
+@@BODY_OVER@@
             if ($fxev_as_of = 0) { return 418; }
             if ($fxev_preconditioned) { return 418; }
             if ($fxev_with_body) { return 418; }
@@ -171,6 +189,7 @@ http {
         location ~ ^/v1/evidence/[^/]*$ {
             error_page 418 = @fxev_pass;
 @@SECOND_REDIRECT@@
+@@BODY_OVER@@
             if ($request_method !~ ^(GET|HEAD)$) { return 418; }
             if ($fxev_preconditioned) { return 418; }
             if ($fxev_with_body) { return 418; }
@@ -182,6 +201,7 @@ http {
         location /v1/log/ {
             error_page 418 = @fxev_pass;
 @@SECOND_REDIRECT@@
+@@BODY_OVER@@
             if ($fxev_preconditioned) { return 418; }
             if ($fxev_with_body) { return 418; }
             proxy_cache fxev_cache;
@@ -252,6 +272,12 @@ http {
         location @fxev_malformed_here {
 @@OWN_ANSWER@@
             set $fxev_bad '{"code":"INVALID_PARAMS","message":"The request is malformed.",';
+            return 200 '$fxev_bad"request_id":"$fxev_own_request_id","retryable":false}';
+        }
+@@TOO_LARGE_ASKED@@
+        location @fxev_too_large_here {
+@@OWN_ANSWER@@
+            set $fxev_bad '{"code":"INVALID_PARAMS","message":"@@TOO_LARGE@@",';
             return 200 '$fxev_bad"request_id":"$fxev_own_request_id","retryable":false}';
         }
 @@NOT_ALLOWED_ASKED@@
@@ -362,7 +388,9 @@ BLOCKS = {
     "MAPS": MAPS,
     "SECOND_REDIRECT": _SECOND_REDIRECT,
     "REFUSAL": _REFUSAL,
+    "BODY_OVER": _BODY_OVER,
     "MALFORMED_ASKED": _asked("malformed", 400),
+    "TOO_LARGE_ASKED": _asked("too_large", 400),
     "NOT_ALLOWED_ASKED": _asked("not_allowed", 405),
 }
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}

@@ -43,6 +43,15 @@ import re
 
 from gateway.errors import InvalidParams
 
+# What a client may send: a head (its request line and header lines, the blank line's CRLF
+# CRLF not counted) shorter than HEAD_MAX bytes, as Sanic's own limit reads it; a body of at most
+# BODY_MAX bytes (the shipped edge's nginx takes as much: client_max_body_size). A request from
+# the edge may have a longer head, up to EDGE_HEAD_MAX: an auth step repeats the client's target,
+# and a refused answer travels packed in one header (gateway.edge); the edge never passes on a
+# client's head over HEAD_MAX.
+HEAD_MAX = 8 << 10
+BODY_MAX = 1 << 20
+EDGE_HEAD_MAX = 32 << 10
 _TOKEN = rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+"
 REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\.[0-9])")
 # Every header line with the CRLF before it: a token, a colon, then any bytes but NUL, CR and LF.

@@ -25,7 +25,9 @@ a head may be, is refused (400) and the connection closed: no byte of it is read
 request.
 
 A request from the shipped edge is recognised here too, as soon as its head is read
-(:mod:`gateway.edge`), before routing.
+(:mod:`gateway.edge`), before routing. Its head may be longer than a client's: a client's head
+of :data:`gateway.head.HEAD_MAX` bytes or more is refused (400) once it is read, an edge's only
+past :data:`gateway.head.EDGE_HEAD_MAX`, the limit Sanic is given.
 
 :class:`GatewayProtocol` is Sanic's HTTP/1.1 protocol with :class:`GatewayHttp`; the app is served
 with it (``gateway.app``).
@@ -52,11 +54,14 @@ def printable_target(target: str) -> str:
 
 
 class GatewayHttp(Http):
-    __slots__ = ()
+    __slots__ = ("head_size",)
+    # Sanic's limit, raised for the edge's longer heads; a client's is HEAD_MAX (below).
+    HEADER_MAX_SIZE = head.EDGE_HEAD_MAX
 
     def __init__(self, protocol: HttpProtocol) -> None:
         super().__init__(protocol)
         self._receive_more = self._receive_more_of_head
+        self.head_size = 0  # the bytes of the last head read, before its blank line
 
     async def _receive_more_of_head(self) -> None:
         """Sanic's wait for more bytes, refusing first a head that can never end (bare LF)."""
@@ -78,6 +83,9 @@ class GatewayHttp(Http):
         self.head_only = self.request.method == "HEAD"
         if edge.CREDENTIAL in self.request.headers:
             edge.arrive(self)
+        if self.head_size >= head.HEAD_MAX and not edge.came_through(self.request):
+            # Sanic's refusal of a head over its limit, which is the edge's alone here.
+            raise PayloadTooLarge("Request header exceeds the size limit")
 
     async def _receive_head(self) -> None:
         """Wait, as Sanic's reading does, for the head's blank line, ignoring a few empty lines
@@ -86,8 +94,10 @@ class GatewayHttp(Http):
         that ended and is none (an HTTP/0.9 one, with no version, would wait for the request
         timeout); then have the head read by RFC 9112
         (:func:`gateway.head.conform`) in the buffer Sanic parses. A head over Sanic's size
-        limit is left to Sanic to refuse."""
+        limit is left to Sanic to refuse; one over a client's (``head.HEAD_MAX``), but for the
+        edge's, is refused once it is read."""
         buffer, empty_lines = self.recv_buffer, 0
+        self.head_size = 0
         while True:
             while buffer[:2] == b"\r\n":
                 del buffer[:2]
@@ -102,6 +112,7 @@ class GatewayHttp(Http):
             await self._receive_more()
         if end >= self.HEADER_MAX_SIZE:
             return
+        self.head_size = end
         received = bytes(buffer[:end])
         try:
             read = head.conform(received)
@@ -134,7 +145,7 @@ class GatewayHttp(Http):
             await self._receive_more()
         if not head.is_last_chunk(bytes(buffer[2:line_end])):
             return
-        limit = self.HEADER_MAX_SIZE
+        limit = head.HEAD_MAX
         while (end := buffer.find(b"\r\n\r\n", line_end)) < 0 and len(buffer) - line_end <= limit:
             if head.has_bare_lf(buffer[line_end:]):
                 self.keep_alive = False

@@ -28,6 +28,7 @@ from gateway.errors import (
     NotReady,
     RequestTimeout,
 )
+from gateway.head import BODY_MAX, HEAD_MAX
 from gateway.response import BytesResponse
 from gateway.stamps import fresh_request_id
 
@@ -51,7 +52,10 @@ PREFLIGHT = {
 # How a refusal of the HTTP layer (Sanic's, before any route) is told in an INVALID_PARAMS body.
 MALFORMED = "The request is malformed."
 NOT_ALLOWED = "Only GET and HEAD are allowed."
-TOO_LARGE = "The request exceeds the gateway's size limits (8 KB for its line and headers)."
+TOO_LARGE = (
+    f"The request exceeds the gateway's size limits ({HEAD_MAX >> 10} KB for its line and"
+    f" headers, {BODY_MAX >> 20} MB for its body)."
+)
 
 
 def x_request_id(request: Request) -> str:

@@ -51,8 +51,8 @@ RESPONSES: dict[str, Any] = {
     "InvalidParams": error_response(
         "INVALID_PARAMS: a parameter missing, empty, malformed, unknown or repeated, or a range "
         "rule broken; or a request the gateway cannot read or that exceeds its limits (request "
-        "line and headers over 8 KB, a bare LF line end, a NUL or invalid UTF-8 in the path or "
-        "query).",
+        "line and headers of 8 KB or more, a body over 1 MB, a bare LF line end, a NUL or "
+        "invalid UTF-8 in the path or query).",
         ("INVALID_PARAMS",),
     ),
     "Unauthorized": {

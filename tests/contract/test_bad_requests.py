@@ -18,11 +18,14 @@ from pathlib import Path
 import orjson
 import pytest
 
+from gateway.head import BODY_MAX, EDGE_HEAD_MAX, HEAD_MAX
+from gateway.sending import TOO_LARGE
 from tests.contract.conftest import Gateway, _running, copy_demo, ledger_entries
 from tests.support.rawhttp import status_and_headers
 
 REQUEST_TIMEOUT_S = 2
 RATES = b"/v1/rates?currency=USD&series=publicado"
+LATEST = b"/v1/rates/latest?currency=USD&series=publicado"
 BIG = 100_000
 
 
@@ -195,6 +198,53 @@ def test_a_request_over_sanics_limits_is_invalid_params(strict_gateway: Gateway,
     answer = exchange(strict_gateway, oversized(strict_gateway)[case])
     assert_refused(answer)
     assert len(answer.log) < 1000  # the 100 KB are not copied into the log
+
+
+def padded_head(gateway: Gateway, size: int, *headers: bytes) -> bytes:
+    """A GET of ``latest`` whose head is ``size`` bytes before its blank line."""
+    head = request(gateway, LATEST, *headers).removesuffix(b"\r\n\r\n")
+    pad = b"\r\nX-Pad: "
+    return head + pad + b"p" * (size - len(head) - len(pad)) + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "forged", [b"", b"X-Fxev-Edge: " + b"0" * 64], ids=["plain", "a forged edge credential"]
+)
+def test_a_head_of_8_kb_is_over_the_limit_and_one_byte_less_is_answered(
+    strict_gateway: Gateway, forged: bytes
+) -> None:
+    """docs/decisions.md#bad-requests: a head (before its blank line) of 8 KB or more is 400
+    with the size limits' message. The gateway reads longer heads from the edge only: a wrong
+    credential gets no more room than none."""
+    extra = (forged,) if forged else ()
+    under = exchange(strict_gateway, padded_head(strict_gateway, HEAD_MAX - 1, *extra))
+    assert under.status == 200, under.body[:300]
+    for size in (HEAD_MAX, HEAD_MAX + 1000, EDGE_HEAD_MAX - 10):
+        answer = exchange(strict_gateway, padded_head(strict_gateway, size, *extra))
+        assert_refused(answer)
+        assert orjson.loads(answer.body)["message"] == TOO_LARGE
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["a length", "chunked"])
+def test_a_body_over_1_mb_is_over_the_limit_and_1_mb_is_read(
+    strict_gateway: Gateway, chunked: bool
+) -> None:
+    """docs/decisions.md#bad-requests: a body of more than 1 MB (as the edge's nginx allows,
+    client_max_body_size) is 400 with the size limits' message, as the edge answers it; a body
+    of 1 MB is read (and ignored) like any."""
+    for size, status in ((BODY_MAX, 200), (BODY_MAX + 1, 400)):
+        body = b"b" * size
+        if chunked:
+            framing = b"Transfer-Encoding: chunked"
+            sent = b"%x\r\n" % size + body + b"\r\n0\r\n\r\n"
+        else:
+            framing, sent = b"Content-Length: %d" % size, body
+        data = request(strict_gateway, LATEST, framing, b"Connection: close") + sent
+        answer = exchange(strict_gateway, data)
+        assert answer.status == status, (size, answer.body[:300])
+        if status == 400:
+            assert_refused(answer)
+            assert orjson.loads(answer.body)["message"] == TOO_LARGE
 
 
 # -- bytes that are not a URL ------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from gateway import edge
-from gateway.sending import repr_digest
+from gateway.sending import TOO_LARGE, repr_digest
 from tests.contract.conftest import Gateway, ledger_entries
 from tests.contract.test_api import assert_api_error
 
@@ -118,7 +118,7 @@ def test_a_cache_fill_is_sent_only_with_the_authorised_etag_and_not_recorded(
 def test_without_the_credential_the_edge_routes_do_not_exist(gateway: Gateway) -> None:
     packed = auth(gateway, AS_OF, token=None).headers[edge.ANSWER]
     for headers in ({}, {"X-Fxev-Edge": "0" * 64}, {"X-Fxev-Edge": ""}):
-        for path in (edge.AUTH_PATH, edge.ANSWER_PATH, "/_edge/refusal/400"):
+        for path in (edge.AUTH_PATH, edge.ANSWER_PATH, "/_edge/refusal/malformed"):
             sent = headers | {"X-Original-URI": AS_OF, edge.ANSWER: packed}
             sent["Authorization"] = f"Bearer {gateway.token}"
             assert_api_error(
@@ -131,29 +131,31 @@ def test_without_the_credential_the_edge_routes_do_not_exist(gateway: Gateway) -
 
 
 @pytest.mark.parametrize(
-    ("status", "code", "message"),
+    ("name", "status", "code", "message"),
     [
-        ("400", "INVALID_PARAMS", "The request is malformed."),
-        ("405", "METHOD_NOT_ALLOWED", "Only GET and HEAD are allowed."),
+        ("malformed", 400, "INVALID_PARAMS", "The request is malformed."),
+        ("too_large", 400, "INVALID_PARAMS", TOO_LARGE),
+        ("not_allowed", 405, "METHOD_NOT_ALLOWED", "Only GET and HEAD are allowed."),
     ],
 )
 def test_the_refusal_route_writes_the_gateways_refusal_for_the_edge(
-    gateway: Gateway, status: str, code: str, message: str
+    gateway: Gateway, name: str, status: int, code: str, message: str
 ) -> None:
     """What nginx refuses itself, the edge asks a gateway to answer (docs/operating/edge.md):
     the API's error body with a fresh request id and its Repr-Digest (section 9), the 405 with
     `Allow: GET, HEAD`; no token read, nothing counted or recorded, whatever the edge sends."""
     sent = {"X-Fxev-Edge": credential(gateway), "Authorization": f"Bearer {gateway.token}"}
-    answer = requests.get(gateway.url(f"/_edge/refusal/{status}"), headers=sent, timeout=10)
-    body = assert_api_error(answer, int(status), code)
+    answer = requests.get(gateway.url(f"/_edge/refusal/{name}"), headers=sent, timeout=10)
+    body = assert_api_error(answer, status, code)
     assert body["message"] == message
     assert answer.headers["Repr-Digest"] == repr_digest(hashlib.sha256(answer.content).hexdigest())
     assert answer.headers["Cache-Control"] == "no-store"
-    if status == "405":
+    if status == 405:
         assert answer.headers["Allow"] == "GET, HEAD"
     assert ledger_entries(gateway.env, answer.headers["X-Request-Id"]) == []
-    other = requests.get(gateway.url("/_edge/refusal/500"), headers=sent, timeout=10)
-    assert_api_error(other, 404, "NOT_FOUND")
+    for other in ("500", "400", "other"):
+        unknown = requests.get(gateway.url(f"/_edge/refusal/{other}"), headers=sent, timeout=10)
+        assert_api_error(unknown, 404, "NOT_FOUND")
 
 
 @pytest.mark.gateway_env(FXEV_RATE_LIMIT_PER_MIN="3")

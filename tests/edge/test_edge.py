@@ -16,7 +16,7 @@ import orjson
 import requests
 
 from builder.demo import local_source
-from gateway.sending import repr_digest
+from gateway.sending import MALFORMED, NOT_ALLOWED, TOO_LARGE, repr_digest
 from tests.contract.conftest import _free_port, fxev, ledger_entries
 from tests.contract.test_api import assert_api_error
 from tests.edge.conftest import (
@@ -358,7 +358,7 @@ def test_with_every_gateway_down_the_edge_answers_its_own_retryable_503(
     gateway answering, the edge answers the API's 503 `INTERNAL` itself, retryable, with a fresh
     request id, on a cached route as on a passed one (then the gateways come back). Its own
     refusals, which a gateway writes while one answers, it then writes itself: the API's 400
-    and 405, without the `Repr-Digest` nginx cannot compute."""
+    and 405, with the gateway's messages, without the `Repr-Digest` nginx cannot compute."""
     token = topology.token()
     assert cached(topology, AS_OF).status_code == 200
     ports = [int(gateway.base_url.rsplit(":", 1)[1]) for gateway in topology.gateways]
@@ -370,14 +370,16 @@ def test_with_every_gateway_down_the_edge_answers_its_own_retryable_503(
             body = assert_api_error(resp, 503, "INTERNAL")
             assert body["message"] == "Internal error."
             assert resp.headers["X-Cache"] == "PASS"
-        for line, status, code in (
-            (b"GET /v1/evidence/%zz HTTP/1.1", 400, "INVALID_PARAMS"),
-            (b"TRACE /v1/coverage HTTP/1.1", 405, "METHOD_NOT_ALLOWED"),
+        for line, status, code, message in (
+            (b"GET /v1/evidence/%zz HTTP/1.1", 400, "INVALID_PARAMS", MALFORMED),
+            (b"GET /v1/coverage?" + b"x" * 9000 + b" HTTP/1.1", 400, "INVALID_PARAMS", TOO_LARGE),
+            (b"TRACE /v1/coverage HTTP/1.1", 405, "METHOD_NOT_ALLOWED", NOT_ALLOWED),
         ):
             raw = exchange(topology.edge.base_url, line + b"\r\nHost: 127.0.0.1\r\n\r\n")
             assert raw.status == status, (raw.status, raw.body[:200])
             refused = raw.json()
             assert (refused["code"], refused["request_id"]) == (code, raw.headers["x-request-id"])
+            assert refused["message"] == message
             assert raw.headers["x-cache"] == "PASS" and "repr-digest" not in raw.headers
     finally:
         for gateway, port in zip(topology.gateways, ports, strict=True):

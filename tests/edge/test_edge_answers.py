@@ -25,7 +25,9 @@ import pytest
 import requests
 
 from builder.demo import local_source
+from gateway.head import BODY_MAX, HEAD_MAX
 from gateway.ledger import ledger_folder, read_entries, shown
+from gateway.sending import TOO_LARGE
 from tests.contract.conftest import copy_demo, fxev, ledger_entries
 from tests.edge.conftest import Raw, Running, edge_in_front, exchange
 from tests.edge.test_edge_rules import AS_OF, IDENTITY, LATEST, SEPTEMBER
@@ -583,15 +585,19 @@ def test_an_empty_evidence_is_sent_as_the_gateway_sends_it_to_a_client_accepting
 # -- what nginx answers itself -------------------------------------------------------------------
 
 
-def assert_edges_own_refusal(front: Front, answer: Raw, status: int, code: str) -> None:
+def assert_edges_own_refusal(
+    front: Front, answer: Raw, status: int, code: str, message: str | None = None
+) -> None:
     """nginx's own refusal in the API's shape, as a gateway's refusal route wrote it: the error
-    body with a fresh UUID4 request id in the body and in `X-Request-Id`, `no-store`, the
-    body's `Repr-Digest` (section 9); no token was read, so no ledger entry."""
+    body (with ``message``, if given) with a fresh UUID4 request id in the body and in
+    `X-Request-Id`, `no-store`, the body's `Repr-Digest` (section 9); no token was read, so no
+    ledger entry."""
     assert (answer.status, answer.headers.get("content-type")) == (status, "application/json"), (
         answer.status, answer.body[:200])  # fmt: skip
     body = answer.json()
     assert set(body) == {"code", "message", "request_id", "retryable"}, body
     assert (body["code"], body["retryable"]) == (code, False), body
+    assert message is None or body["message"] == message, body
     request_id = answer.headers["x-request-id"]
     assert body["request_id"] == request_id and uuid.UUID(request_id).version == 4
     assert answer.headers["cache-control"] == "no-store" and "date" in answer.headers
@@ -639,7 +645,6 @@ def test_what_nginx_refuses_itself_is_the_apis_400_and_the_documented_limit(
         (b"get /v1/coverage HTTP/1.1", 400, "INVALID_PARAMS"),
         (b"GET /v1/cover\x00age HTTP/1.1", 400, "INVALID_PARAMS"),
         (b"GET /../v1/coverage HTTP/1.1", 400, "INVALID_PARAMS"),
-        (b"GET /v1/coverage?" + b"x" * 70_000 + b" HTTP/1.1", 400, "INVALID_PARAMS"),
         (b"GET /v1/coverage HTTP/2.0", 400, "INVALID_PARAMS"),  # nginx's 505
         (b"GET /v1/coverage HTTP/1.1\r\nTransfer-Encoding: gzip", 400, "INVALID_PARAMS"),  # 501
     ],
@@ -648,7 +653,6 @@ def test_what_nginx_refuses_itself_is_the_apis_400_and_the_documented_limit(
         "a method in lower case",
         "a NUL in the path",
         "above the root",
-        "too long",
         "another HTTP version",
         "an unknown transfer coding",
     ],
@@ -663,6 +667,98 @@ def test_nginxs_refusals_of_a_request_line_are_the_apis_answers(
     assert_edges_own_refusal(front, answer, status, code)
     if status == 405:
         assert answer.headers["allow"] == "GET, HEAD"
+
+
+def padded(target: bytes, size: int, *lines: bytes) -> bytes:
+    """A GET of ``target`` whose head is ``size`` bytes before its blank line."""
+    head = request_bytes(target, *lines).removesuffix(b"\r\n\r\n")
+    pad = b"\r\nX-Pad: "
+    return head + pad + b"p" * (size - len(head) - len(pad)) + b"\r\n\r\n"
+
+
+def test_a_head_just_within_a_gateways_limit_is_answered_through_the_edge(front: Front) -> None:
+    """Section 12, every answer equals the gateway's; section 9, bad requests are never 500. A
+    head one byte within a gateway's 8 KB is answered by a gateway alone; through the edge it
+    made an auth step (or a passed request) over that limit, and the edge answered its own
+    retryable 503. Now the same 200, on a cached route (a miss, then a hit) and a passed one."""
+    auth = b"Authorization: Bearer " + front.token("long-head").encode()
+    for target in (AS_OF.encode(), LATEST.encode()):
+        data = padded(target, HEAD_MAX - 1, auth)
+        direct = exchange(front.gateway_url, data)
+        assert direct.status == 200, direct.body[:200]
+        for _ in range(2):
+            answer = exchange(front.edge_url, data)
+            assert answer.status == 200, (target, answer.status, answer.body[:200])
+            assert answer.body == direct.body or target == LATEST.encode()
+            [entry] = front.recorded()[answer.headers["x-request-id"]]
+            assert entry["sha256"] == hashlib.sha256(answer.body).hexdigest()
+
+
+def test_a_422_quoting_a_segment_near_8_kb_is_replayed_whole_through_the_edge(
+    front: Front,
+) -> None:
+    """Section 9's 422 quotes the path segment; a refused auth step carries the whole answer,
+    packed, in one header of the edge's replay request, which went over a gateway's 8 KB for a
+    segment of a few KB, and the edge answered a retryable 503. A gateway reads an edge's
+    longer heads (up to 32 KB): the same 422 as from a gateway alone."""
+    auth = b"Authorization: Bearer " + front.token("long-segment").encode()
+    data = request_bytes(b"/v1/evidence/" + b"a" * 7900, auth)
+    direct, answer = exchange(front.gateway_url, data), exchange(front.edge_url, data)
+    assert direct.status == answer.status == 422, (answer.status, answer.body[:200])
+    assert answer.body == direct.body
+    [entry] = front.recorded()[answer.headers["x-request-id"]]
+    assert entry["status"] == 422
+
+
+def test_a_body_of_1_mb_is_read_through_the_edge_as_by_a_gateway(front: Front) -> None:
+    """The edge takes a body as long as a gateway does (1 MB, client_max_body_size): a request
+    with one is passed, and answered as a gateway alone answers it."""
+    auth = b"Authorization: Bearer " + front.token("mb-body").encode()
+    for target in (AS_OF.encode(), LATEST.encode()):
+        data = request_bytes(target, auth, b"Content-Length: %d" % BODY_MAX) + b"b" * BODY_MAX
+        direct, answer = exchange(front.gateway_url, data), exchange(front.edge_url, data)
+        assert direct.status == answer.status == 200, (target, answer.body[:200])
+        assert answer.headers["x-cache"] == "PASS"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "a head at the limit, cached route",
+        "a head at the limit, passed route",
+        "a request line over nginx's buffers",
+        "a header line over nginx's buffers",
+        "a body over 1 MB, cached route",
+        "a chunked body over 1 MB, passed route",
+    ],
+)
+def test_a_request_over_a_gateways_size_limits_gets_its_answer_through_the_edge(
+    front: Front, case: str
+) -> None:
+    """docs/decisions.md#bad-requests: a request over a gateway's size limits (a head of 8 KB,
+    a body over 1 MB) is 400 `INVALID_PARAMS` with the message that names them. Through the
+    edge it got nginx's HTML 413 page (a body), the edge's retryable 503 (a head at the limit,
+    whose auth step went over it) or the "malformed" message (a line over nginx's buffers).
+    Now the gateway's answer, asked of its refusal route: counted and recorded nowhere, as
+    the gateway alone records nothing it could not read."""
+    auth = b"Authorization: Bearer " + front.token("too-large").encode()
+    as_of, latest = AS_OF.encode(), LATEST.encode()
+    if case.startswith("a head at the limit"):
+        data = padded(as_of if "cached" in case else latest, HEAD_MAX, auth)
+    elif case == "a request line over nginx's buffers":
+        data = request_bytes(b"/v1/coverage?x=" + b"x" * 70_000, auth)
+    elif case == "a header line over nginx's buffers":
+        data = request_bytes(latest, auth, b"X-Pad: " + b"p" * 9000)
+    elif case == "a body over 1 MB, cached route":
+        size = BODY_MAX + 1
+        data = request_bytes(as_of, auth, b"Content-Length: %d" % size) + b"b" * size
+    else:
+        body = b"%x\r\n" % (BODY_MAX + 1) + b"b" * (BODY_MAX + 1) + b"\r\n0\r\n\r\n"
+        data = request_bytes(latest, auth, b"Transfer-Encoding: chunked") + body
+    direct = exchange(front.gateway_url, data)
+    assert (direct.status, direct.json()["message"]) == (400, TOO_LARGE), direct.body[:200]
+    answer = exchange(front.edge_url, data)
+    assert_edges_own_refusal(front, answer, 400, "INVALID_PARAMS", TOO_LARGE)
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,7 @@ config`` prints, in front of two real gateways over a private copy of the demo, 
 
 Only what tests/edge/test_edge.py and the contract tests do not already check from outside is
 checked here; each test names the rule it checks in its docstring. What the edge cannot do as the
-gateway does (nginx's own refusals, a head within a few hundred bytes of 8 KB, 408) is listed in
-docs/operating/edge.md#limits.
+gateway does (some of nginx's own refusals, 408) is listed in docs/operating/edge.md#limits.
 
 The topology is started once per module for each of the edge's two shapes (with the gateways'
 auth lanes, and without), with a day limit of 40 per token (so that limits are reachable with

@@ -13,8 +13,9 @@ from sanic import exceptions as sanic_exceptions
 from sanic.response import HTTPResponse
 
 from gateway import edge
-from gateway.edge_config import GZIP_ACCEPTED, EdgePlan, check_address, edge_config
+from gateway.edge_config import GZIP_ACCEPTED, EdgePlan, at_least, check_address, edge_config
 from gateway.errors import ApiError, InvalidParams
+from gateway.head import BODY_MAX, HEAD_MAX
 from gateway.sending import MALFORMED, as_api_error
 
 CREDENTIAL = "ab" * 32
@@ -37,15 +38,21 @@ def test_the_config_names_every_gateway_the_listener_and_the_cache() -> None:
 
 
 @pytest.mark.parametrize(
-    "refused", [InvalidParams(MALFORMED), as_api_error(sanic_exceptions.MethodNotAllowed("x"))]
+    "refused",
+    [
+        InvalidParams(MALFORMED),
+        as_api_error(sanic_exceptions.PayloadTooLarge("x")),
+        as_api_error(sanic_exceptions.MethodNotAllowed("x")),
+    ],
 )
 def test_the_edges_own_refusals_say_what_the_gateway_says(refused: ApiError) -> None:
-    """nginx's own 400 and 405 (docs/operating/edge.md#limits) carry the gateway's code and
-    message for such a request, whichever edge is printed."""
+    """nginx's own 400s and 405 (docs/operating/edge.md#limits) carry the gateway's code and
+    message for such a request, whichever edge is printed (a quote escaped, in nginx's
+    single-quoted string)."""
     for plan in (PLAN, dataclasses.replace(PLAN, lanes=("127.0.0.1:8011",))):
         text = edge_config(plan)
         assert f'"code":"{refused.code}","message":' in text
-        assert f'"{refused.shown_message}",' in text
+        assert '"{}",'.format(refused.shown_message.replace("'", "\\'")) in text
 
 
 LANED = dataclasses.replace(PLAN, lanes=("127.0.0.1:8011", "10.0.0.2:8010"))
@@ -71,13 +78,28 @@ def test_with_lanes_each_immutable_route_asks_a_lane_first_then_the_full_step() 
 @pytest.mark.parametrize("plan", [PLAN, LANED], ids=["direct", "lanes"])
 def test_the_credential_is_only_sent_to_the_gateways(plan: EdgePlan) -> None:
     lines = [line.strip() for line in edge_config(plan).splitlines() if CREDENTIAL in line]
-    assert lines and all(line == f"proxy_set_header X-Fxev-Edge {CREDENTIAL};" for line in lines)
+    sent = {f"proxy_set_header {name} {CREDENTIAL};" for name in ("X-Fxev-Edge", "X-Fxev-Passed")}
+    assert lines and set(lines) == sent
 
 
 @pytest.mark.parametrize("plan", [PLAN, LANED], ids=["direct", "lanes"])
 def test_every_location_that_proxies_blanks_or_sets_the_edge_headers(plan: EdgePlan) -> None:
     text = edge_config(plan)
     assert text.count("proxy_pass ") == text.count("proxy_set_header X-Fxev-Edge ")
+
+
+@pytest.mark.parametrize("number", [0, 1, 9, 10, 99, 100, 8196, 8199, 8200, 9999, 12345])
+def test_at_least_matches_the_numbers_from_its_own_on(number: int) -> None:
+    pattern = re.compile(at_least(number))
+    for candidate in range(max(0, number - 2000), number + 20_000):
+        assert bool(pattern.match(str(candidate))) == (candidate >= number), candidate
+    assert not pattern.match("0" + str(number)) and not pattern.match(str(number) + "x")
+
+
+def test_the_head_limit_is_the_gateways_with_its_blank_line() -> None:
+    text = edge_config(PLAN)
+    assert f'"~{at_least(HEAD_MAX + 4)}" $fxev_not_refused_yet;' in text
+    assert f"client_max_body_size {BODY_MAX};" in text
 
 
 def test_large_answers_go_by_sendfile_without_tcp_nopush() -> None:
