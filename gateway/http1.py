@@ -16,6 +16,10 @@ refuses what RFC 9112 has a server refuse and rewrites what the RFC reads and Sa
   the stand-in request it answers errors with, and the connection closes without an answer. The
   stand-in gets the target with its control and non-ASCII bytes percent-encoded.
 
+A body is read under the request timeout until the answer starts (a client too slow to send
+it gets 408, where Sanic's response timeout answered 503); ``Expect: 100-continue`` is answered
+before waiting for the body (a chunked one too), and not at all in HTTP/1.0 (RFC 9110 10.1.1).
+
 Sanic's numbers are read by the RFC too: a ``Content-Length`` and a chunk's size in ASCII digits
 only (:func:`gateway.head.read_number`). So is a chunked body's framing at each chunk's start
 (RFC 9112 7.1): the CRLF that ends a chunk's data is required (Sanic skipped any two bytes), and
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 from sanic.exceptions import BadRequest, PayloadTooLarge
 from sanic.http import Http, Stage
+from sanic.http.http1 import HTTP_CONTINUE
 from sanic.server.protocols.http_protocol import HttpProtocol
 
 from gateway import edge, head
@@ -81,6 +86,10 @@ class GatewayHttp(Http):
         # Methods are case-sensitive (RFC 9110 9.1): Sanic drops the body of ``head`` too, while
         # routing answers it 405 with a body its Content-Length announces.
         self.head_only = self.request.method == "HEAD"
+        if self.request.version == "1.0":
+            # RFC 9110 10.1.1: "100-continue" is ignored in an HTTP/1.0 request, and no 1xx is
+            # sent to an HTTP/1.0 client (15.2); Sanic would send its 100 Continue.
+            self.expecting_continue = False
         if edge.CREDENTIAL in self.request.headers:
             edge.arrive(self)
         if self.head_size >= head.HEAD_MAX and not edge.came_through(self.request):
@@ -123,10 +132,23 @@ class GatewayHttp(Http):
             buffer[:end] = read
 
     async def read(self) -> bytes | None:
-        """Sanic's reading of some of the body, a chunk's start first read by RFC 9112 7.1."""
-        if self.request_bytes_left == 0 and self.request_body == "chunked":
-            await self._read_chunk_start()
-        return await super().read()
+        """Sanic's reading of some of the body, a chunk's start first read by RFC 9112 7.1.
+        Until the answer starts, the body is part of the request: a client too slow to send it
+        is too slow to send its request (408 after the request timeout, where Sanic's response
+        timeout answered 503)."""
+        if self.expecting_continue:  # before waiting for the body the client holds back
+            self.expecting_continue = False
+            await self._send(HTTP_CONTINUE)
+        before_answer = self.stage is Stage.HANDLER and self.response is None
+        if before_answer:
+            self.stage = Stage.REQUEST
+        try:
+            if self.request_bytes_left == 0 and self.request_body == "chunked":
+                await self._read_chunk_start()
+            return await super().read()
+        finally:
+            if before_answer and self.stage is Stage.REQUEST:
+                self.stage = Stage.HANDLER
 
     async def _read_chunk_start(self) -> None:
         """At a chunk's start (Sanic's buffer holds the CRLF that ended the head or the last

@@ -523,6 +523,62 @@ def test_a_client_too_slow_to_send_its_request_gets_408(
     assert_refused_in_one_line(answer)
 
 
+@pytest.mark.parametrize(
+    ("framing", "partial"),
+    [(b"Content-Length: 10", b"abc"), (b"Transfer-Encoding: chunked", b"a\r\nabc")],
+    ids=["a length", "chunked"],
+)
+def test_a_client_too_slow_to_send_its_body_gets_408_recorded(
+    strict_gateway: Gateway, framing: bytes, partial: bytes
+) -> None:
+    """docs/decisions.md#bad-requests: a client too slow to send its request gets 408
+    `REQUEST_TIMEOUT`, its body included: the gateway answered Sanic's response timeout, a
+    retryable 503 `INTERNAL`, after a minute. The token was read and counted before the body,
+    so the ledger holds the 408 (section 5), as it holds every answer to a valid token."""
+    data = request(strict_gateway, LATEST, framing) + partial
+    answer = exchange(strict_gateway, data, wait_s=REQUEST_TIMEOUT_S * 5)
+    assert_error(answer, 408, "REQUEST_TIMEOUT", retryable=True)
+    assert REQUEST_TIMEOUT_S * 0.9 <= answer.seconds < REQUEST_TIMEOUT_S * 3
+    assert answer.headers["connection"] == "close"
+    [entry] = ledger_entries(strict_gateway.env, answer.headers["x-request-id"])
+    assert entry["status"] == 408
+
+
+@pytest.mark.parametrize("framing", [b"Content-Length: 5", b"Transfer-Encoding: chunked"])
+def test_expect_100_continue_is_answered_before_the_body_is_awaited(
+    strict_gateway: Gateway, framing: bytes
+) -> None:
+    """RFC 9110 10.1.1: a client that sends `Expect: 100-continue` may wait for the 100 before
+    its body. The gateway waited for a chunked body's first chunk first, so both waited until
+    the timeout."""
+    port = int(strict_gateway.base_url.rsplit(":", 1)[1])
+    head = request(strict_gateway, LATEST, framing, b"Expect: 100-continue", b"Connection: close")
+    body = b"hello" if framing.startswith(b"Content") else b"5\r\nhello\r\n0\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S / 2) as sock:
+        sock.sendall(head)
+        assert sock.recv(1024) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(body)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200 OK\r\n"), received[:200]
+
+
+def test_an_http_1_0_client_gets_no_100_continue(strict_gateway: Gateway) -> None:
+    """RFC 9110 10.1.1 and 15.2: `Expect: 100-continue` in an HTTP/1.0 request is ignored, and
+    no 1xx is sent to an HTTP/1.0 client, which could take it for the answer."""
+    data = request(strict_gateway, LATEST, b"Expect: 100-continue", b"Content-Length: 3")
+    data = data.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1) + b"abc"
+    port = int(strict_gateway.base_url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200 OK\r\n"), received[:200]
+    assert b"100 Continue" not in received
+
+
 def test_the_gateway_still_answers_after_every_refusal(strict_gateway: Gateway) -> None:
     answer = exchange(strict_gateway, request(strict_gateway, b"/v1/coverage"))
     assert answer.status == 200
