@@ -92,9 +92,19 @@ MAPS = """\
         "" 0;
         "@@HOST_VALUE@@" 0;
     }
-    map $uri $fxev_bad_host {
+    # An absolute target with a fragment (RFC 9112 3.2: no part of a target), which nginx passes
+    # on without it: refused, as gateway/head.py refuses it, rather than answered.
+    map $request $fxev_fragment_invalid {
+        default 0;
+        "~^[^ ]+ [A-Za-z][-A-Za-z0-9+.]*://[^ ]*#" 1;
+    }
+    map "$fxev_host_invalid$fxev_fragment_invalid" $fxev_head_invalid {
+        default 1;
+        "00" 0;
+    }
+    map $uri $fxev_bad_head {
         volatile;  # read again after the redirect to the refusal, where $uri has changed
-        default $fxev_host_invalid;
+        default $fxev_head_invalid;
         # nginx's own refusals: the server-level check runs again after the redirect to them
         "~^/_fxev_(malformed|not_allowed|too_large)$" 0;
     }
@@ -108,7 +118,7 @@ MAPS = """\
         "@@HEAD_OVER@@" $fxev_not_refused_yet;
     }
     map $uri $fxev_not_refused_yet {
-        volatile;  # as $fxev_bad_host, after the redirect to the refusal
+        volatile;  # as $fxev_bad_head, after the redirect to the refusal
         default 1;
         "~^/_fxev_(malformed|not_allowed|too_large)$" 0;
     }

@@ -171,7 +171,7 @@ http {
         # second redirect after the first.
         recursive_error_pages on;
         if ($fxev_head_too_large) { return 494; }
-        if ($fxev_bad_host) { return 400; }
+        if ($fxev_bad_head) { return 400; }
 
         # /v1/rates with as_of_revision (GET or HEAD): an immutable answer; without it, passed.
         # Passed too: If-Match, If-Unmodified-Since or If-Modified-Since, which the gateways

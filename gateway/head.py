@@ -60,7 +60,7 @@ REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\
 FIELD_LINES = re.compile(rb"(?:\r\n" + _TOKEN + rb":[^\0\r\n]*)*")
 # A host (an IP literal or a name: not empty, RFC 9110 4.2.1; no empty label and not "." alone,
 # as nginx reads it) and an optional port. The edge's nginx refuses a Host by the same pattern
-# (gateway/edge_maps.py, $fxev_bad_host): it reads the same in PCRE and in Python.
+# (gateway/edge_maps.py, $fxev_host_invalid): it reads the same in PCRE and in Python.
 HOST_PATTERN = (
     r"(?!.*\.\.)(?!\.(?::|$))(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[-A-Za-z0-9._~!$&'()*+,;=:]+)\]"
     r"|[-A-Za-z0-9._~!$&'()*+,;=%]+)(?::[0-9]*)?"

@@ -761,6 +761,24 @@ def test_a_request_over_a_gateways_size_limits_gets_its_answer_through_the_edge(
     assert_edges_own_refusal(front, answer, 400, "INVALID_PARAMS", TOO_LARGE)
 
 
+@pytest.mark.parametrize("target", [AS_OF, "/v1/coverage"], ids=["cached", "passed"])
+def test_an_absolute_target_with_a_fragment_is_refused_through_the_edge_too(
+    front: Front, target: str
+) -> None:
+    """RFC 9112 3.2: a fragment is no part of a request target. A gateway alone refuses an
+    absolute target with one (docs/decisions.md#bad-requests); nginx passed it on without the
+    fragment, and the edge answered it, counted and recorded. The edge refuses it now, with
+    the API's 400. An origin-form target with a fragment is answered by both."""
+    auth = b"Authorization: Bearer " + front.token("fragment").encode()
+    data = request_bytes(b"http://127.0.0.1" + target.encode() + b"#f", auth)
+    direct = exchange(front.gateway_url, data)
+    assert (direct.status, direct.json()["code"]) == (400, "INVALID_PARAMS"), direct.body[:200]
+    assert_edges_own_refusal(front, exchange(front.edge_url, data), 400, "INVALID_PARAMS")
+    origin = request_bytes(target.encode() + b"#f", auth)
+    direct, answer = exchange(front.gateway_url, origin), exchange(front.edge_url, origin)
+    assert direct.status == answer.status == 200, answer.body[:200]
+
+
 @pytest.mark.parametrize(
     "head",
     [
