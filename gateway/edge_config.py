@@ -101,6 +101,8 @@ def edge_config(plan: EdgePlan) -> str:
         "AUTH_PATH": edge.AUTH_PATH,
         "ANSWER_PATH": edge.ANSWER_PATH,
         "REFUSAL_PREFIX": edge.REFUSAL_PREFIX,
+        # nginx's own refusals' locations, /_fxev_<name>: one for each refusal a gateway writes
+        "REFUSAL_URIS": "~^/_fxev_(" + "|".join(edge.REFUSALS) + ")$",
         "MAX_SIZE": CACHE_MAX_SIZE,
         "INACTIVE": CACHE_INACTIVE,
         "GZIP_ACCEPTED": "~*" + GZIP_ACCEPTED,

@@ -106,7 +106,7 @@ MAPS = """\
         volatile;  # read again after the redirect to the refusal, where $uri has changed
         default $fxev_head_invalid;
         # nginx's own refusals: the server-level check runs again after the redirect to them
-        "~^/_fxev_(malformed|not_allowed|too_large)$" 0;
+        "@@REFUSAL_URIS@@" 0;
     }
     # A head (request line and headers, the blank line included) a gateway alone refuses as
     # over its size limit: the edge's own 400, as a gateway alone answers, rather than an auth
@@ -120,7 +120,7 @@ MAPS = """\
     map $uri $fxev_not_refused_yet {
         volatile;  # as $fxev_bad_head, after the redirect to the refusal
         default 1;
-        "~^/_fxev_(malformed|not_allowed|too_large)$" 0;
+        "@@REFUSAL_URIS@@" 0;
     }
     # A fresh request id for what nginx answers by itself: a UUID4 made of nginx's 32 random
     # hex digits, the 13th replaced by the version (4), the 17th by the variant (8, 9, a or b,

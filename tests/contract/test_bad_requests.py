@@ -21,7 +21,7 @@ import pytest
 from gateway.head import BODY_MAX, EDGE_HEAD_MAX, HEAD_MAX
 from gateway.sending import TOO_LARGE
 from tests.contract.conftest import Gateway, _running, copy_demo, ledger_entries
-from tests.support.rawhttp import status_and_headers
+from tests.support.rawhttp import padded, status_and_headers
 
 REQUEST_TIMEOUT_S = 2
 RATES = b"/v1/rates?currency=USD&series=publicado"
@@ -200,13 +200,6 @@ def test_a_request_over_sanics_limits_is_invalid_params(strict_gateway: Gateway,
     assert len(answer.log) < 1000  # the 100 KB are not copied into the log
 
 
-def padded_head(gateway: Gateway, size: int, *headers: bytes) -> bytes:
-    """A GET of ``latest`` whose head is ``size`` bytes before its blank line."""
-    head = request(gateway, LATEST, *headers).removesuffix(b"\r\n\r\n")
-    pad = b"\r\nX-Pad: "
-    return head + pad + b"p" * (size - len(head) - len(pad)) + b"\r\n\r\n"
-
-
 @pytest.mark.parametrize(
     "forged", [b"", b"X-Fxev-Edge: " + b"0" * 64], ids=["plain", "a forged edge credential"]
 )
@@ -217,10 +210,10 @@ def test_a_head_of_8_kb_is_over_the_limit_and_one_byte_less_is_answered(
     with the size limits' message. The gateway reads longer heads from the edge only: a wrong
     credential gets no more room than none."""
     extra = (forged,) if forged else ()
-    under = exchange(strict_gateway, padded_head(strict_gateway, HEAD_MAX - 1, *extra))
+    under = exchange(strict_gateway, padded(request(strict_gateway, LATEST, *extra), HEAD_MAX - 1))
     assert under.status == 200, under.body[:300]
     for size in (HEAD_MAX, HEAD_MAX + 1000, EDGE_HEAD_MAX - 10):
-        answer = exchange(strict_gateway, padded_head(strict_gateway, size, *extra))
+        answer = exchange(strict_gateway, padded(request(strict_gateway, LATEST, *extra), size))
         assert_refused(answer)
         assert orjson.loads(answer.body)["message"] == TOO_LARGE
 
@@ -450,9 +443,9 @@ def test_a_head_at_the_size_limit_in_the_absolute_form_is_answered(strict_gatewa
     """The absolute form with no path is read as its origin form, which is shorter: a head just
     under Sanic's 8 KB limit is answered, as its origin form is (adding a ``/`` pushed it over)."""
     head = request(strict_gateway, b"http://127.0.0.1").removesuffix(b"\r\n\r\n")
-    padded = head + b"\r\nX-Pad: " + b"p" * (8191 - len(head) - len(b"\r\nX-Pad: "))
-    assert len(padded) == 8191
-    answer = exchange(strict_gateway, padded + b"\r\n\r\n")
+    full = head + b"\r\nX-Pad: " + b"p" * (8191 - len(head) - len(b"\r\nX-Pad: "))
+    assert len(full) == 8191
+    answer = exchange(strict_gateway, full + b"\r\n\r\n")
     assert answer.status == 200, answer.body[:300]
 
 

@@ -33,6 +33,7 @@ from tests.edge.conftest import Raw, Running, edge_in_front, exchange
 from tests.edge.test_edge_rules import AS_OF, IDENTITY, LATEST, SEPTEMBER
 from tests.edge.test_edge_rules import NOT_API as EDGE_RULES_NOT_API
 from tests.support.edge import start_edge
+from tests.support.rawhttp import padded
 from tokens.store import TokenStore, parse_token_id
 
 ORIGIN = "https://a.example"
@@ -669,13 +670,6 @@ def test_nginxs_refusals_of_a_request_line_are_the_apis_answers(
         assert answer.headers["allow"] == "GET, HEAD"
 
 
-def padded(target: bytes, size: int, *lines: bytes) -> bytes:
-    """A GET of ``target`` whose head is ``size`` bytes before its blank line."""
-    head = request_bytes(target, *lines).removesuffix(b"\r\n\r\n")
-    pad = b"\r\nX-Pad: "
-    return head + pad + b"p" * (size - len(head) - len(pad)) + b"\r\n\r\n"
-
-
 def test_a_head_just_within_a_gateways_limit_is_answered_through_the_edge(front: Front) -> None:
     """Section 12, every answer equals the gateway's; section 9, bad requests are never 500. A
     head one byte within a gateway's 8 KB is answered by a gateway alone; through the edge it
@@ -683,7 +677,7 @@ def test_a_head_just_within_a_gateways_limit_is_answered_through_the_edge(front:
     retryable 503. Now the same 200, on a cached route (a miss, then a hit) and a passed one."""
     auth = b"Authorization: Bearer " + front.token("long-head").encode()
     for target in (AS_OF.encode(), LATEST.encode()):
-        data = padded(target, HEAD_MAX - 1, auth)
+        data = padded(request_bytes(target, auth), HEAD_MAX - 1)
         direct = exchange(front.gateway_url, data)
         assert direct.status == 200, direct.body[:200]
         for _ in range(2):
@@ -744,7 +738,7 @@ def test_a_request_over_a_gateways_size_limits_gets_its_answer_through_the_edge(
     auth = b"Authorization: Bearer " + front.token("too-large").encode()
     as_of, latest = AS_OF.encode(), LATEST.encode()
     if case.startswith("a head at the limit"):
-        data = padded(as_of if "cached" in case else latest, HEAD_MAX, auth)
+        data = padded(request_bytes(as_of if "cached" in case else latest, auth), HEAD_MAX)
     elif case == "a request line over nginx's buffers":
         data = request_bytes(b"/v1/coverage?x=" + b"x" * 70_000, auth)
     elif case == "a header line over nginx's buffers":
