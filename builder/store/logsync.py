@@ -5,9 +5,10 @@ H, what changed is the tiles completed since B, each level's partial tile at H (
 ``tlog-tiles``: full tiles never change, a partial tile gets a new name as it grows), the rows
 lists of revisions B + 1 .. H that have one, the checkpoint of H and the key: all written once,
 so they go up with the other immutable keys, before the pointer. A mirror fetches the same keys,
-checks that the tiles lead to the checkpoint's root for H before it places anything, and
-replaces its ``log/checkpoint`` once its pointer names H. A store published before the log
-existed has no checkpoint: the mirror then skips the log.
+checks that the tiles lead to the checkpoint's root for H and that every tile and entry bundle
+it fetched is part of that tree before it places anything, and replaces its ``log/checkpoint``
+once its pointer names H. A store published before the log existed has no checkpoint: the
+mirror then skips the log.
 """
 
 from __future__ import annotations
@@ -77,15 +78,17 @@ def pull_log(
     """Fetch and place what the log gained from ``held`` to ``head``; False when the store has
     no log. Nothing is placed unless: every file ``recorded`` names (by the publications since
     ``held``) has its SHA-256 there; the key is the one the site already holds, if any; the
-    checkpoint carries the key's signature; and the tiles lead to the checkpoint's root."""
+    checkpoint carries the key's signature; the tiles lead to the checkpoint's root; and every
+    fetched tile and entry bundle is part of that tree (:func:`tiles.check_tile`)."""
     signed = fetch(f"{LOG}/{CHECKPOINTS}/{head}")
     if signed is None:
         if f"{CHECKPOINTS}/{head}" in recorded:
             raise IntegrityError(f"the store's log lacks {CHECKPOINTS}/{head}")
         return False
     start = log_base(site, held)
+    changed = changed_tiles(start, head)
     got: dict[str, bytes] = {}
-    for tile in changed_tiles(start, head):
+    for tile in changed:
         data = fetch(f"{LOG}/{tile.path}")
         if data is None:
             raise IntegrityError(f"the store's log lacks {tile.path}")
@@ -105,13 +108,23 @@ def pull_log(
     def read(tile: tiles.Tile) -> bytes:
         return got.get(tile.path) or local.read_tile(tile)
 
+    reader = tiles.tile_reader(head, read)
     try:
         checkpoint = note.parse_checkpoint(signed.decode().split("\n\n")[0] + "\n")
-        root = merkle.tree_hash(head, tiles.tile_reader(head, read))
+        root = merkle.tree_hash(head, reader)
     except (ValueError, UnicodeDecodeError, FileNotFoundError) as error:
         raise IntegrityError(f"the store's log of {head} cannot be read: {error}") from None
     if checkpoint.size != head or checkpoint.root != root:
         raise IntegrityError(f"the store's log tiles do not lead to its checkpoint of {head}")
+    # The root reads only some of them: each other leads to one above it, so top down, and
+    # the entry bundles last, the first that fails is the one changed.
+    for tile in sorted(changed, key=lambda tile: -tile.level):
+        try:
+            tiles.check_tile(tile, got[tile.path], reader)
+        except (ValueError, FileNotFoundError) as error:
+            raise IntegrityError(
+                f"the store's log is not the one its checkpoint of {head} signs: {error}"
+            ) from None
     for name, data in got.items():
         write_once(site / LOG / name, data, staging=staging)
     replace_durably(site / LOG / CHECKPOINTS / str(head), signed, staging=staging)

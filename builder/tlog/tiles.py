@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
-from builder.tlog.merkle import EMPTY_ROOT, HASH_SIZE, HashReader, fold, perfect_root
+from builder.tlog.merkle import EMPTY_ROOT, HASH_SIZE, HashReader, fold, leaf_hash, perfect_root
 
 HEIGHT = 8
 WIDTH = 1 << HEIGHT
@@ -218,6 +218,30 @@ def tile_reader(size: int, read_tile: Callable[[Tile], bytes]) -> HashReader:
         return perfect_root(cache[tile][at : at + (1 << rest)])
 
     return read
+
+
+def check_tile(tile: Tile, data: bytes, read: HashReader) -> None:
+    """Raises ``ValueError`` unless ``data``, read as ``tile``, is part of the tree ``read`` reads
+    (a :func:`tile_reader` of a tree whose root was checked): an entry bundle's entries hash to
+    the level-0 hashes, a full tile's hashes to the hash its parent tile holds for it. A partial
+    tile needs no check: the root itself is made of its hashes, and a full tile's parent is
+    pinned in turn by its own, up to the partial tile of the top level."""
+    if tile.level < 0:
+        try:
+            entries = decode_bundle(data)
+        except ValueError as error:
+            raise ValueError(f"{tile.path}: {error}") from None
+        if len(entries) != tile.width:
+            raise ValueError(f"{tile.path}: {len(entries)} entries, not {tile.width}")
+        first = tile.index * WIDTH
+        for at, entry in enumerate(entries):
+            if leaf_hash(entry) != read(0, first + at):
+                raise ValueError(f"{tile.path}: entry {first + at} is not the tree's leaf")
+    elif tile.width == WIDTH:
+        if len(data) != WIDTH * HASH_SIZE:
+            raise ValueError(f"{tile.path}: {len(data)} bytes, not {WIDTH * HASH_SIZE}")
+        if perfect_root(split_hashes(data)) != read(HEIGHT * (tile.level + 1), tile.index):
+            raise ValueError(f"{tile.path}: its hashes are not the tree's")
 
 
 def load_edge(size: int, read_tile: Callable[[Tile], bytes]) -> Edge:

@@ -2,12 +2,14 @@
 
 A mirrored site holds the operator's ``log/`` file for file, and a new revision moves only the
 log files it changed: the new partial tiles, the checkpoint of the new size. A store whose tiles
-do not lead to its checkpoint's root is refused before anything moves.
+or entry bundles do not lead to its checkpoint's root is refused before anything moves.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from builder.capture.run import Stores
 from builder.publish.build import Builder
@@ -55,14 +57,17 @@ def test_the_log_is_published_and_mirrored_file_for_file(
     assert files_of(gateway_site) == files_of(operator.site)
 
 
+@pytest.mark.parametrize("tiles", ["0", "entries"])
 def test_a_store_whose_tiles_do_not_lead_to_its_checkpoint_is_refused(
-    operator: Host, gateway_site: Path, store_env: dict[str, str], fxev: Fxev
+    tiles: str, operator: Host, gateway_site: Path, store_env: dict[str, str], fxev: Fxev
 ) -> None:
+    """A hash tile, or an entry bundle (its entries are the leaves the level-0 hashes hash),
+    changed by one bit in the store: the mirror places nothing."""
     build_with_log(operator)
     head = TreeReader(operator.site).published_revision()
     assert head is not None
     assert fxev(env_of(operator, store_env), "publish").code == 0
-    partial = next((operator.site / "log" / "tile" / "0").rglob("*.p/*"))
+    partial = next((operator.site / "log" / "tile" / tiles).rglob("*.p/*"))
     key = bucket_key(store_env, str(partial.relative_to(operator.site)))
     data = bytearray(partial.read_bytes())
     data[0] ^= 1
@@ -71,3 +76,4 @@ def test_a_store_whose_tiles_do_not_lead_to_its_checkpoint_is_refused(
     assert refused.code == 1, refused.out
     assert "checkpoint" in refused.err
     assert TreeReader(gateway_site).pointer() is None
+    assert not (gateway_site / "log").exists()

@@ -329,3 +329,37 @@ def test_a_verifier_key_whose_base64_holds_a_plus_parses():
             assert note.parse_verifier_key(key.text) == key
             return
     pytest.fail("no seed gave a '+' in the key's base64")
+
+
+def flipped(data: bytes, at: int = 0) -> bytes:
+    changed = bytearray(data)
+    changed[at] ^= 1
+    return bytes(changed)
+
+
+def test_every_tile_of_a_tree_checks_and_a_flipped_bit_in_one_it_does_not_read_is_found():
+    """The root of 600 leaves reads the level-1 tile and the partial tiles only: a full level-0
+    tile or an entry bundle changed goes unseen by it, and :func:`tiles.check_tile` finds it."""
+    *_, (files, edge, _) = build_log([600])
+    files = dict(files)
+    for tile, data in files.items():
+        tiles.check_tile(tile, data, tiles.tile_reader(600, files.__getitem__))
+    unread = [tiles.Tile(0, 0), tiles.Tile(0, 1), tiles.Tile(-1, 0), tiles.Tile(-1, 1)]
+    for tile in [*unread, tiles.Tile(-1, 2, 88)]:
+        for at in (0, len(files[tile]) - 1):
+            changed = files | {tile: flipped(files[tile], at)}
+            read = tiles.tile_reader(600, changed.__getitem__)
+            if tile in unread:
+                assert merkle.tree_hash(600, read) == edge.root(), tile.path
+            with pytest.raises(ValueError, match=tile.path.replace(".", r"\.")):
+                tiles.check_tile(tile, changed[tile], read)
+
+
+def test_a_bundle_with_an_entry_too_many_or_too_few_does_not_check():
+    *_, (files, _, leaves) = build_log([300])
+    read = tiles.tile_reader(300, files.__getitem__)
+    for entries in (leaves[256:299], [*leaves[256:300], b"one more"]):
+        with pytest.raises(ValueError, match="entries, not 44"):
+            tiles.check_tile(tiles.Tile(-1, 1, 44), tiles.encode_bundle(entries), read)
+    with pytest.raises(ValueError, match="bytes, not 8192"):
+        tiles.check_tile(tiles.Tile(0, 0), files[tiles.Tile(0, 0)][:-32], read)
