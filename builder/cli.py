@@ -235,7 +235,9 @@ def cmd_mirror(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404)."""
-    verdict = run_verify_command(args, settings.token, args.vkey or settings.log_vkey)
+    # An empty --vkey is a key that cannot be used, not a key left out (no log check at all).
+    vkey = settings.log_vkey if args.vkey is None else args.vkey
+    verdict = run_verify_command(args, settings.token, vkey)
     emit(verdict.to_json())
     return verdict.exit_code
 

@@ -83,14 +83,13 @@ class LogWriter:
         one its ``log/key`` names (consumers pinned that one): a home that lost ``log.key``
         would make a new key, and ``FXEV_LOG_ORIGIN`` changed names another."""
         theirs = self.reader.key()
-        if theirs is None:
-            return
         home = self.signer.home
-        ours = "none"
-        if (home / logkey.KEY_FILE).exists():
-            origin = self.signer.origin or logkey.default_origin(registry_id)
-            ours = logkey.verifier_key(home, origin).text
-        if ours != theirs.strip():
+        origin = self.signer.origin
+        ours = logkey.mismatched_key(
+            home, lambda: origin or logkey.default_origin(registry_id), theirs
+        )
+        if ours is not None:
+            assert theirs is not None
             raise KeyChanged(
                 f"refusing to sign: the tree's log is signed by {theirs.strip()}, this home's key"
                 f" is {ours} ({home / logkey.KEY_FILE}); restore log.key and log.signed, or, to"

@@ -1,9 +1,10 @@
 """``fxev log key`` and ``fxev log proof``: the operator's side of the transparency log.
 
 ``log key`` prints the verifier key consumers pin (``<origin>+<key id>+<key>``), creating the
-signing key on first use; ``log proof OBSERVACION_ID`` prints, from the published tree, a C2SP
-``tlog-proof`` of the leaf of the revision that created the observation, its leaf in ``extra``:
-with only the verifier key, anyone checks it offline.
+signing key on first use, and refuses (exit 1) when the published tree's log names another key
+(a home that lost ``log.key``, or ``FXEV_LOG_ORIGIN`` changed). ``log proof OBSERVACION_ID``
+prints, from the published tree, a C2SP ``tlog-proof`` of the leaf of the revision that created
+the observation, its leaf in ``extra``: with only the verifier key, anyone checks it offline.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 
 import orjson
 
-from builder.core.errors import NotFound
+from builder.core.errors import Conflict, NotFound
 from builder.core.settings import Settings
 from builder.publish import logkey
 from builder.publish.log import LogSigner
@@ -23,6 +24,12 @@ from builder.tlog.proof import TlogProof
 from builder.tree.layout import POINTER
 from builder.tree.log import LogReader
 from builder.tree.reader import TreeReader
+
+
+class NotTheLogsKey(Conflict):
+    """The home's key (or its lack) is not the published log's: nothing is printed or made."""
+
+    command = "log key"
 
 
 def log_signer(settings: Settings) -> LogSigner:
@@ -46,6 +53,16 @@ def cmd_log_key(args: argparse.Namespace, settings: Settings) -> int:
         # The signing key belongs in the operator's home; a mistyped FXEV_HOME must not become a
         # new home holding only a key no build will ever sign with.
         raise NotFound(f"no home at {settings.home.absolute()} to keep the log's key in")
+    theirs = LogReader(settings.site).key()
+    ours = logkey.mismatched_key(settings.home, lambda: origin_of(settings), theirs)
+    if ours is not None:
+        assert theirs is not None
+        raise NotTheLogsKey(
+            f"the published log ({settings.site.absolute()}) is signed by {theirs.strip()}, this"
+            f" home's key is {ours} ({settings.home.absolute() / logkey.KEY_FILE}); restore"
+            " log.key (and FXEV_LOG_ORIGIN) before announcing a key: nothing published verifies"
+            " under another"
+        )
     key = logkey.verifier_key(settings.home, origin_of(settings))
     sys.stdout.write(key.text + "\n")
     return 0

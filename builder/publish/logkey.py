@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
@@ -69,6 +70,16 @@ def verifier_key(home: Path, origin: str) -> note.VerifierKey:
         return note.verifier_key(origin, load_or_create(home))
     except note.NoteError as error:
         raise ConfigurationError(f"FXEV_LOG_ORIGIN: {error}") from None
+
+
+def mismatched_key(home: Path, origin: Callable[[], str], theirs: str | None) -> str | None:
+    """This home's verifier key when a published log's (``theirs``, its ``log/key``) is another,
+    else None; ``"none"`` when the home has no ``log.key`` (none is made: a new key would sign
+    nothing its consumers' pinned key verifies)."""
+    if theirs is None:
+        return None
+    ours = verifier_key(home, origin()).text if (home / KEY_FILE).exists() else "none"
+    return ours if ours != theirs.strip() else None
 
 
 def last_signed(home: Path) -> str | None:

@@ -154,13 +154,23 @@ def test_a_home_whose_key_was_lost_does_not_sign_the_published_log_with_a_new_on
     (restored from a backup without it) made a new key on its next build and signed the
     published log with it, replacing the tree's `log/key`: every pinned verifier then failed.
     The build refuses, one line, exit 1, the tree as it was; `--rebuild` (a fresh tree, a new
-    log) is the deliberate way to a new key."""
+    log) is the deliberate way to a new key. Nor does `fxev log key` make and print a key the
+    published log is not signed with (nor name the log after another `FXEV_LOG_ORIGIN`): an
+    operator would announce a key under which nothing verifies."""
     env = env_for(tmp_path)
     seed(env, tmp_path, CSVS)
     assert fxev(env, "build").returncode == 0
     pinned = vkey(env)
+    renamed = fxev(env | {"FXEV_LOG_ORIGIN": "example.org/another"}, "log", "key")
+    assert renamed.returncode == 1 and renamed.stdout == "", renamed
+    assert pinned.text in renamed.stderr and "example.org/another" in renamed.stderr
     for name in lost:
         (tmp_path / "var" / name).unlink()
+    announced = fxev(env, "log", "key")
+    assert announced.returncode == 1 and announced.stdout == "", announced
+    assert len(announced.stderr.splitlines()) == 1, announced.stderr
+    assert pinned.text in announced.stderr and "log.key" in announced.stderr
+    assert not (tmp_path / "var" / "log.key").exists()  # none was made
     seed(env, tmp_path, (MORE,))
     before = tree_files(tmp_path / "site_out")
     refused = fxev(env, "build")

@@ -92,3 +92,20 @@ def test_the_offline_form_is_asked_rightly(tmp_path: Path) -> None:
         done = fxev(env, "verify", *args)
         assert done.returncode == 2, (args, done)
         assert done.stdout == "" and len(done.stderr.splitlines()) == 1, (args, done)
+
+
+def test_an_empty_vkey_is_refused_not_taken_for_no_key(tmp_path: Path) -> None:
+    """``--vkey "$VKEY"`` with the variable empty (its ``fxev log key`` failed) must not turn
+    the log's checks off and answer ok: it is a key that cannot be used (exit 2)."""
+    env = env_for(tmp_path)
+    proof = tmp_path / "x.tlog-proof"
+    proof.write_text("c2sp.org/tlog-proof@v1\nindex 0\n\n")
+    observation = "dcd73f68-28a0-492d-8a18-5d2549f999be"
+    for args in (
+        (observation, "--url", "http://127.0.0.1:9", "--vkey", ""),
+        ("--proof", str(proof), "--vkey", ""),
+    ):
+        done = fxev(env, "verify", *args)
+        assert done.returncode == 2, (args, done)
+        assert done.stdout == "", (args, done)
+        assert "the log's verifier key cannot be used" in done.stderr, (args, done)
