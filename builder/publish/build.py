@@ -107,7 +107,8 @@ class Builder:
         """A fresh tree of this registry beside the site, then the two folders exchanged."""
         site = self.tree.site.resolve()
         fresh = swap.prepare(site)
-        fresh_builder = Builder(self.registry, self.blobs, TreeWriter(fresh), self.log)
+        log = None if self.log is None else dataclasses.replace(self.log, replaced=site)
+        fresh_builder = Builder(self.registry, self.blobs, TreeWriter(fresh), log)
         result = fresh_builder._build_locked()
         old = swap.exchange(fresh, site)
         self.tree.forget()

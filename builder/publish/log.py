@@ -31,10 +31,13 @@ from builder.tree.log import CHECKPOINT, CHECKPOINTS, KEY, ROWS, LogReader
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class LogSigner:
-    """Where the key lives (``FXEV_HOME``) and the log's origin (None: from the registry id)."""
+    """Where the key lives (``FXEV_HOME``) and the log's origin (None: from the registry id);
+    ``replaced``: the site a ``--rebuild`` renders a fresh tree for, whose log the key may have
+    signed."""
 
     home: Path
     origin: str | None = None
+    replaced: Path | None = None
 
 
 class KeyChanged(Conflict):
@@ -149,7 +152,7 @@ class LogWriter:
         origin = self.signer.origin or logkey.default_origin(registry_id)
         private = logkey.load_or_create(self.signer.home)
         key = logkey.verifier_key(self.signer.home, origin)
-        previous = logkey.last_signed(self.signer.home)
+        previous = logkey.last_signed(self.signer.home) or self._published_under(key)
         if previous is not None:
             self._check_extends(previous, key, size, root)
         signed = note.sign(note.Checkpoint(origin, size, root).text, origin, private)
@@ -157,6 +160,21 @@ class LogWriter:
         self._write(f"{CHECKPOINTS}/{size}", signed.encode(), replace=True)
         if self.reader.key() != key.text + "\n":  # once per tree: it never changes after
             self._write(KEY, (key.text + "\n").encode(), replace=True)
+
+    def _published_under(self, key: note.VerifierKey) -> str | None:
+        """Without ``log.signed`` (lost, or moved away), the newest checkpoint published in this
+        tree, or in the one a rebuild replaces, when ``key`` signed it: a key never signs a log
+        that does not extend what it signed, whatever the home remembers (a new log takes a new
+        key)."""
+        sites = [self.tree.site, *([self.signer.replaced] if self.signer.replaced else [])]
+        for site in sites:
+            try:
+                published = (LogReader(site).root / CHECKPOINT).read_text()
+                note.open_note(published, key)
+            except (OSError, UnicodeDecodeError, note.NoteError):
+                continue
+            return published
+        return None
 
     def _check_extends(self, previous: str, key: note.VerifierKey, size: int, root: bytes) -> None:
         home = self.signer.home / logkey.SIGNED_FILE

@@ -223,3 +223,35 @@ def test_a_row_changed_in_place_under_the_published_log_is_not_rendered(tmp_path
         assert b"3.111" not in b"".join(tree_files(site).values())
     seed(env, tmp_path, (correction,))
     assert fxev(env, "build").returncode == 0
+
+
+def test_a_rewritten_registry_is_not_signed_by_the_same_key_once_log_signed_is_gone(
+    tmp_path: Path,
+) -> None:
+    """DECISIONS 13: "`fxev build` signs only a tree consistent with the last checkpoint it
+    signed". `log.signed` is the home's memory of it, not the only one: moved away, a
+    `--rebuild` of a rewritten registry over the published tree signed the rewritten log with
+    the very key consumers pin. The checkpoint the tree being replaced publishes, signed by
+    that key, holds the key to it as well; a new log takes a new key."""
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    pinned = vkey(env)
+    copy, site = tmp_path / "copy", tmp_path / "copy-site"
+    shutil.copytree(tmp_path / "var", copy)
+    shutil.copytree(tmp_path / "site_out", site, symlinks=True)
+    rewrite_revision(copy, 2)
+    (copy / "log.signed").unlink()
+    rewritten = env | {"FXEV_HOME": str(copy), "FXEV_SITE": str(site)}
+    seed(rewritten, tmp_path, (MORE,))  # a revision to sign
+    published = {name: (site / name).read_bytes() for name in (layout.POINTER, "log/checkpoint")}
+    for args in (("build",), ("build", "--rebuild")):
+        refused = fxev(rewritten, *args)
+        assert refused.returncode == 1, (args, refused)
+        assert len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "history rewritten" in refused.stderr, refused.stderr
+        assert {name: (site / name).read_bytes() for name in published} == published, args
+    (copy / "log.key").unlink()  # a new log, under a new key
+    rotated = fxev(rewritten, "build", "--rebuild")
+    assert rotated.returncode == 0, rotated.stderr
+    assert vkey(rewritten).key_id != pinned.key_id
