@@ -202,7 +202,7 @@ class LogWriter:
 
     def finish(self, size: int, previous: int) -> None:
         """Once the pointer names ``size``: ``log/checkpoint`` becomes its checkpoint, and the
-        partial tiles the new ones supersede are pruned."""
+        partial tiles of the tiles now full are pruned."""
         signed = self.reader.checkpoint(size)
         if signed is None:
             raise ConfigurationError(f"no checkpoint of size {size} was written")
@@ -218,22 +218,21 @@ class LogWriter:
 
 
 def prune_partials(root: Path, old: int, new: int) -> None:
-    """Remove the partial tiles of sizes ``old`` .. ``new`` that a wider (or full) tile now
-    holds: one partial tile of each level is kept, the newest, from which the tree's reader cuts
-    any narrower one (``builder.tree.log.LogReader.read_tile``). So the log's disk stays in
-    proportion to its leaves, not to the number of builds."""
+    """Remove the partial tiles that growing from ``old`` to ``new`` leaves behind a full tile
+    (C2SP ``tlog-tiles``: a log must serve the partial tiles of every size it produced a
+    checkpoint for, and may delete one once its full tile is available). The partial tiles of
+    the tile still growing are all kept, one per checkpoint, so a plain static host of ``log/``
+    serves every checkpoint's tiles; the log's disk grows with its leaves plus, per level, the
+    widths of one unfinished tile."""
     for level in (-1, *range(tiles.levels(new))):
         shift = tiles.HEIGHT * max(level, 0)
         first, last = (old >> shift) // tiles.WIDTH, (new >> shift) // tiles.WIDTH
-        keep = (new >> shift) % tiles.WIDTH
-        for index in range(first, last + 1):
+        for index in range(first, last):  # full at ``new``
             full = root / tiles.Tile(level, index).path
             folder = full.parent / (full.name + ".p")
             if not folder.is_dir():
                 continue
             for name in os.listdir(folder):
-                if index < last or name != str(keep):
-                    (folder / name).unlink(missing_ok=True)
-            if index < last:
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
+                (folder / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()

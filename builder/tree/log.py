@@ -30,8 +30,9 @@ class LogReader:
 
     def read_tile(self, tile: tiles.Tile) -> bytes:
         """A tile's bytes (``FileNotFoundError`` when it is not there). A partial tile is the
-        first ``width`` hashes (or entries) of any wider version of it, so one pruned after a
-        wider one was published (``builder.publish.log.prune_partials``) is cut from that."""
+        first ``width`` hashes (or entries) of any wider version of it, so one the tree lacks
+        (pruned once its full tile was published, ``builder.publish.log.prune_partials``, or of
+        a size a mirror did not pull) is cut from that."""
         try:
             return self.tile_path(tile).read_bytes()
         except FileNotFoundError:

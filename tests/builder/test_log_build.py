@@ -61,14 +61,18 @@ def test_each_build_appends_leaves_and_signs_the_published_size(tmp_path: Path) 
     assert [x.revision for x in decoded] == [1, 2, 3]
     assert all(x.chain.startswith("sha256:") and x.rows["observations"] for x in decoded)
     # What an incremental build wrote is what one build from scratch writes, plus the
-    # checkpoints of the sizes published on the way; the partial tiles of size 2 were pruned
-    # once those of size 3 were published, and are cut from them when asked for.
+    # checkpoints of the sizes published on the way and their partial tiles (C2SP tlog-tiles:
+    # served while their tile is not full, so a static host of log/ serves every checkpoint's).
     fresh = fxev(env | {"FXEV_SITE": str(tmp_path / "fresh")}, "build")
     assert fresh.returncode == 0, fresh.stderr
     once = log_files(tmp_path / "fresh")
     incremental = log_files(site)
     assert {k: incremental[k] for k in once} == once
-    assert sorted(set(incremental) - set(once)) == ["log/checkpoints/2"]
+    assert sorted(set(incremental) - set(once)) == [
+        "log/checkpoints/2",
+        "log/tile/0/000.p/2",
+        "log/tile/entries/000.p/2",
+    ]
     assert reader.read_tile(tiles.Tile(0, 0, 2)) == hashes[:64]
     assert tiles.decode_bundle(reader.read_tile(tiles.Tile(-1, 0, 2))) == bundle[:2]
     with pytest.raises(FileNotFoundError):
