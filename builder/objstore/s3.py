@@ -77,9 +77,11 @@ class ObjectStore:
         from botocore.config import Config
 
         config = Config(
+            # A store that accepts connections and never answers fails a call after
+            # two tries of 10 s, so a command says so in one line instead of hanging.
             connect_timeout=3,
-            read_timeout=30,
-            retries={"max_attempts": 3, "mode": "standard"},
+            read_timeout=10,
+            retries={"max_attempts": 2, "mode": "standard"},
             max_pool_connections=self.threads,
             # A custom endpoint (SeaweedFS, MinIO) is addressed by path: no bucket DNS names.
             s3={"addressing_style": "path" if self.endpoint else "auto"},

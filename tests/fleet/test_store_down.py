@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -52,6 +53,28 @@ def test_mirror_fails_in_one_line_when_the_store_is_down(
     assert failed.out == ""
     lines = failed.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fxev: store at ") and "unreachable" in lines[0]
+    assert not (gateway_site / "PUBLISHED").exists()
+
+
+def test_mirror_fails_in_one_line_when_the_store_hangs(
+    gateway_site: Path, store_env: dict[str, str], fxev: Fxev
+) -> None:
+    """A store that accepts connections and never answers (stopped, or stalled on its disk):
+    one line, exit 2, after two tries of 10 s, where each call used to wait for three of 30."""
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(16)  # connections complete in the backlog; nothing is ever read
+        endpoint = f"http://127.0.0.1:{hung.getsockname()[1]}"
+        started = time.monotonic()
+        failed = fxev(
+            gateway_env(gateway_site, {**store_env, "FXEV_S3_ENDPOINT": endpoint}), "mirror"
+        )
+        took = time.monotonic() - started
+    assert failed.code == 2, failed
+    assert failed.out == ""
+    lines = failed.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fxev: store at "), lines
+    assert took < 60, took  # a bound on a hang, not a speed figure: about 30 s measured
     assert not (gateway_site / "PUBLISHED").exists()
 
 
