@@ -52,7 +52,8 @@ DAY_MS = 86_400_000  # a day counter outlives its day by a day
 
 # KEYS: the token's hash, its minute list, its day counter.
 # ARGV: the presented text's hash ('' = the caller checked the token), now (us), per_min,
-#       per_day, the Lima day's end (us), the window (us), the day counter's expiry (ms).
+#       per_day, the Lima day's end (us), the window (us), the day counter's expiry (ms),
+#       '1' to count the request against the limits ('0': the token checked alone, wait 0).
 # Returns {0} for a refused token, else {1, wait_us, name, created_at, expires}.
 ADMIT = """
 local now = tonumber(ARGV[2])
@@ -62,6 +63,7 @@ if ARGV[1] ~= '' then
   if t[1] ~= ARGV[1] or (t[2] and t[2] ~= '') then return {0} end
   if t[3] and t[3] ~= '' and now >= tonumber(t[3]) then return {0} end
 end
+if ARGV[8] == '0' then return {1, 0, t[4] or '', t[5] or '', t[6] or ''} end
 local per_min = tonumber(ARGV[3])
 local window = tonumber(ARGV[6])
 local wait = 0
@@ -136,9 +138,9 @@ class RedisGate:
             self.pipe.close()
 
     def _call(
-        self, token_id: str, text_hash: str, now_us: int
+        self, token_id: str, text_hash: str, now_us: int, count: bool = True
     ) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-        """The script's keys and arguments for one request."""
+        """The script's keys and arguments for one request (``count``: against its limits)."""
         span = self._lima.day(now_us)
         keys = (token_key(token_id), minute_key(token_id), day_key(token_id, span.day.isoformat()))
         limits = self.limits
@@ -151,6 +153,7 @@ class RedisGate:
             span.end_us,
             WINDOW_US,
             day_expiry_ms,
+            "1" if count else "0",
         )
         return keys, args
 
@@ -178,6 +181,20 @@ class RedisGate:
         if found[0] == 0:
             return None, after_wait(0)
         return self._record(token_id, found[2:]), after_wait(int(found[1]))
+
+    async def check_async(self, token_text: str, now_us: int) -> TokenRecord | None:
+        """:meth:`check` on the worker's event loop, through the same pipe as the gate (the
+        script with nothing counted): a worker whose Redis hangs goes on serving meanwhile."""
+        token_id = parse_token_id(token_text)
+        if token_id is None:
+            return None
+        keys, args = self._call(token_id, token_hash(token_text), now_us, count=False)
+        assert self.pipe is not None, "opened without its event loop's pipe"
+        try:
+            found = await self.pipe.call(keys, args)
+        except PipeError as error:
+            raise NotReady("The shared state is unavailable.") from error
+        return None if found[0] == 0 else self._record(token_id, found[2:])
 
     def admit(self, token_text: str, now_us: int) -> tuple[TokenRecord | None, Decision]:
         """The token's record (None: unknown, revoked or expired at ``now_us``) and, for a valid

@@ -14,6 +14,7 @@ import hashlib
 import inspect
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from sanic import Request
 from sanic.log import error_logger
@@ -23,9 +24,13 @@ from gateway import edge
 from gateway.access import credential
 from gateway.errors import NotReady
 from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable
+from gateway.ratelimit import now_us
 from gateway.sending import Handler, error_response, send, x_request_id
 from gateway.stamps import utc_now_text
 from tokens.store import TokenRecord
+
+if TYPE_CHECKING:
+    from gateway.fleet_limits import RedisGate
 
 
 def ledgered(
@@ -63,15 +68,22 @@ def _ledgered_async(handler: Handler, gate: Callable[[Request], Awaitable[None]]
     return run
 
 
-def ledger_token(request: Request) -> TokenRecord | None:
-    """The valid token this request carried, if any (also for unknown paths and methods)."""
+async def ledger_token(request: Request) -> TokenRecord | None:
+    """The valid token this request carried, if any (also for unknown paths and methods); in
+    fleet mode awaited from Redis, uncounted, so a worker whose Redis hangs serves meanwhile."""
     token = getattr(request.ctx, "token", None)
     if token is not None or getattr(request.ctx, "auth_checked", False):
         return token
     if request.path == "/v1/health/live" or request.path.startswith(PUBLIC_LOG):
         return None  # public, reading no token (docs/decisions.md#public-endpoints)
     text = credential(request)
-    return None if text is None else request.app.ctx.token_check.check(text, datetime.now(UTC))
+    if text is None:
+        return None
+    gate: RedisGate | None = request.app.ctx.fleet
+    if gate is not None:
+        return await gate.check_async(text, now_us())
+    checked: TokenRecord | None = request.app.ctx.token_check.check(text, datetime.now(UTC))
+    return checked
 
 
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -128,7 +140,7 @@ async def record(request: Request, response: HTTPResponse) -> HTTPResponse:
     if ledger is None:
         return response
     try:
-        token = ledger_token(request)
+        token = await ledger_token(request)
     except NotReady as error:
         # Fleet mode, Redis unreachable: whether the token is valid, and so whether this answer
         # must be recorded, cannot be known. 503, as for any request with a token (section 10).

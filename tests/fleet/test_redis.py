@@ -66,3 +66,42 @@ def test_the_pipe_answers_in_order_reloads_a_flushed_script_and_reconnects(
 
     assert command("EVALSHA", b"ab", 1) == b"*3\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n1\r\n"
     asyncio.run(scenario())
+
+
+def test_the_awaited_token_check_answers_as_the_blocking_one_and_counts_nothing(
+    redis_server: RedisServer,
+) -> None:
+    """A request carrying a token to a path with no gate (an unknown path, a 405) is recorded
+    when its token is valid: in fleet mode that check is awaited on the worker's pipe (the
+    script told not to count), so a worker whose Redis hangs goes on serving. It answers as
+    the blocking check does: the record of a valid token; None for an unknown, a revoked, an
+    expired or a malformed one; and counts nothing against the limits."""
+    from tokens.redis_store import RedisTokenStore
+
+    now = datetime.now(UTC)
+    with RedisTokenStore.open(redis_server.url) as store:
+        valid = store.issue("s18-valid", None, now)
+        revoked = store.issue("s18-revoked", None, now)
+        store.revoke(revoked.id, now)
+        expired = store.issue(
+            "s18-expired", (now - timedelta(days=2)).date(), now - timedelta(days=3)
+        )
+    limits = Limits(per_min=2, per_day=5)
+    gate = RedisGate.open(redis_server.url, limits)
+
+    async def scenario() -> None:
+        texts = [valid.token_text, revoked.token_text, expired.token_text]
+        texts += [valid.token_text[:-1] + "x", "fxev_not-a-token"]
+        try:
+            for text in texts:
+                awaited = await gate.check_async(text, epoch_us(datetime.now(UTC)))
+                assert awaited == gate.check(text, datetime.now(UTC)), text
+            assert (await gate.check_async(valid.token_text, epoch_us(now))) is not None
+            for _ in range(5):  # far past the limits: nothing was counted
+                assert await gate.check_async(valid.token_text, epoch_us(now)) is not None
+            record, decision = await gate.admit_async(valid.token_text, epoch_us(now))
+            assert record is not None and decision.allowed
+        finally:
+            await gate.aclose()
+
+    asyncio.run(scenario())
