@@ -24,6 +24,8 @@ DASH = "\u2014"
 # ASCII control character but the newline, so neither does the name in its signature lines.
 _NAME = re.compile(r"^[^\s+\x00-\x1f]+$")
 _SIZE = re.compile(r"^(0|[1-9]\d{0,18})$")
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f]")
+MAX_SIGNATURES = 100  # as Go's note.Open: more is a malformed note
 
 
 class NoteError(ValueError):
@@ -98,29 +100,46 @@ def sign(text: str, name: str, private: Ed25519PrivateKey) -> str:
 
 
 def open_note(note: str, key: VerifierKey) -> str:
-    """The text of ``note`` once a signature by ``key`` on it verifies, or ``NoteError``."""
+    """The text of ``note`` once a signature by ``key`` on it verifies, or ``NoteError``. Every
+    signature line must be well formed, as Go's ``note.Open`` has it, whoever signed it: a note
+    that Go's verifier refuses as malformed is refused here too."""
+    if _CONTROL.search(note):
+        raise NoteError("malformed note: an ASCII control character other than a newline")
     text, sep, signatures = note.rpartition("\n\n")
     if not sep or not signatures.endswith("\n"):
         raise NoteError("not a signed note: no blank line before signatures")
     text += "\n"
-    found = False
-    for line in signatures[:-1].split("\n"):
-        match = re.fullmatch(f"{DASH} (\\S+) (\\S+)", line)
-        if match is None:
-            raise NoteError(f"malformed signature line {line!r}")
-        try:
-            blob = base64.b64decode(match.group(2), validate=True)
-        except binascii.Error:
-            raise NoteError("a signature is not base64") from None
-        if match.group(1) != key.name or blob[:4] != key.key_id:
-            continue
-        found = True
-        try:
-            Ed25519PublicKey.from_public_bytes(key.public).verify(blob[4:], text.encode())
-        except InvalidSignature:
-            raise NoteError(f"the signature of {key.name} does not verify") from None
-        return text
-    raise NoteError(f"no signature by {key.name}" + ("" if found else " (key id mismatch)"))
+    lines = signatures[:-1].split("\n")
+    if len(lines) > MAX_SIGNATURES:
+        raise NoteError(f"malformed note: more than {MAX_SIGNATURES} signatures")
+    ours: bytes | None = None
+    named = False  # a line names the key, under another key id
+    for line in lines:
+        name, blob = _signature_line(line)
+        if name == key.name:
+            if blob[:4] == key.key_id:
+                ours = blob[4:] if ours is None else ours
+            else:
+                named = True
+    if ours is None:
+        raise NoteError(f"no signature by {key.name}" + (" (key id mismatch)" if named else ""))
+    try:
+        Ed25519PublicKey.from_public_bytes(key.public).verify(ours, text.encode())
+    except InvalidSignature:
+        raise NoteError(f"the signature of {key.name} does not verify") from None
+    return text
+
+
+def _signature_line(line: str) -> tuple[str, bytes]:
+    """``— <name> <base64(key id || signature)>``: the name and the decoded bytes."""
+    name, _, encoded = line.removeprefix(f"{DASH} ").partition(" ")
+    try:
+        blob = base64.b64decode(encoded, validate=True)
+    except binascii.Error:
+        raise NoteError(f"malformed signature line {line!r}: not base64") from None
+    if not line.startswith(f"{DASH} ") or not _NAME.match(name) or len(blob) < 5:
+        raise NoteError(f"malformed signature line {line!r}")
+    return name, blob
 
 
 def parse_checkpoint(text: str) -> Checkpoint:

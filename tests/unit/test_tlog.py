@@ -259,6 +259,52 @@ def test_a_flipped_byte_breaks_the_note():
         note.open_note(GO_NOTE.replace("x08go", "x08gp"), key)
 
 
+FOREIGN = "\u2014 other.example/log " + base64.b64encode(b"\x01\x02\x03\x04" + b"s" * 64).decode()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "\u2014 bad+name AAAAAAAAAAA=",  # a '+' in the name
+        "\u2014 other AAAAAA==",  # 4 bytes: a key id and no signature
+        "\u2014 other not-base64!",
+        "\u2014 other ",  # no signature at all
+        "\u2014 other  " + FOREIGN.split(" ")[-1],  # two spaces
+        "- other " + FOREIGN.split(" ")[-1],  # not the em dash
+        "\n".join([FOREIGN] * 100),  # with the note's own: 101 signatures
+    ],
+)
+def test_a_malformed_signature_line_refuses_the_note_as_go_does(extra):
+    """Go's ``note.Open`` refuses a note with any malformed signature line, whoever signed it:
+    a name with a space or a '+', a signature under 5 bytes or not base64, over 100 lines."""
+    key = note.parse_verifier_key(GO_VKEY)
+    with pytest.raises(note.NoteError, match="malformed"):
+        note.open_note(GO_NOTE + extra + "\n", key)
+
+
+def test_well_formed_foreign_signatures_and_their_limit_are_accepted():
+    key = note.parse_verifier_key(GO_VKEY)
+    assert note.open_note(GO_NOTE + FOREIGN + "\n", key) == GO_TEXT
+    assert note.open_note(GO_NOTE + "\n".join([FOREIGN] * 99) + "\n", key) == GO_TEXT
+
+
+def test_a_control_character_in_the_text_refuses_the_note():
+    key = note.parse_verifier_key(GO_VKEY)
+    with pytest.raises(note.NoteError, match="control character"):
+        note.open_note(GO_NOTE.replace("problem is", "problem\tis"), key)
+
+
+def test_no_signature_says_key_id_mismatch_only_when_a_line_names_the_key():
+    key = note.parse_verifier_key(GO_VKEY)
+    text, _, _ = GO_NOTE.rpartition("\u2014 ")
+    with pytest.raises(note.NoteError) as foreign_only:
+        note.open_note(text + FOREIGN + "\n", key)
+    assert str(foreign_only.value) == "no signature by PeterNeumann"
+    renamed = FOREIGN.replace("other.example/log", "PeterNeumann")
+    with pytest.raises(note.NoteError, match=r"no signature by PeterNeumann \(key id mismatch\)"):
+        note.open_note(text + renamed + "\n", key)
+
+
 @pytest.mark.parametrize(
     "vkey",
     [
