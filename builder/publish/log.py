@@ -180,11 +180,12 @@ class LogWriter:
         home = self.signer.home / logkey.SIGNED_FILE
         try:
             last = note.parse_checkpoint(note.open_note(previous, key))
-        except note.NoteError:
-            origin = previous.split("\n", 1)[0]
+        except note.NoteError as error:
+            origin = previous.split("\n", 1)[0][:80]
             raise HistoryRewritten(
-                f"{home} holds a checkpoint of {origin!r} this key did not sign as {key.name!r};"
-                " the log's origin (FXEV_LOG_ORIGIN) or key changed"
+                f"{home} holds a checkpoint of {origin!r} this key ({key.name!r}) does not open:"
+                f" {error}; the log's origin (FXEV_LOG_ORIGIN) or key changed, or the file is"
+                " damaged (restore it from the backup of the home)"
             ) from None
         if last.size > size:
             raise HistoryRewritten(
