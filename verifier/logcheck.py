@@ -125,7 +125,12 @@ class LogView:
         checkpoint = self.open_checkpoint()
         index, size = revision - 1, checkpoint.size
         if not 0 <= index < size:
-            raise LogFailure(f"revision {revision} is not in the log of {size} revisions")
+            # Unverified, so a failure; but most often a gateway whose mirror lags served the
+            # checkpoint while another served the record: say so, as the notice above does.
+            raise LogFailure(
+                f"revision {revision} is not in the log of {size} revisions served (a log"
+                " behind the record: a gateway not caught up yet; run again to check it)"
+            )
         bundle = tiles.Tile(-1, index // tiles.WIDTH)
         if (bundle.index + 1) * tiles.WIDTH > size:
             bundle = tiles.Tile(-1, bundle.index, size % tiles.WIDTH)
