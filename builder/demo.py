@@ -43,7 +43,7 @@ from builder.core.arguments import OneLineParser, port_number
 from builder.core.errors import FxevError, translate_environment
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import replace_durably
-from builder.ops.ports import refuse_unusable_port
+from builder.ops.ports import free_port_after, refuse_unusable_port
 from builder.publish.build import Builder
 from builder.publish.logcli import log_signer
 from builder.publish.writer import TreeWriter
@@ -122,7 +122,10 @@ def seed(settings: Settings, now: datetime) -> None:
             start, end = CENTRALBANK_RANGE
             result = capture_centralbank(stores, settings, now, base + "/api", start=start, end=end)
             checks = stores.registry.conn.execute("SELECT count(*) FROM cotejos").fetchone()[0]
-            say(f"capture of the central bank's answer: {result.outcome}, {checks} cotejos")
+            say(
+                f"capture of the central bank's answer: {result.outcome}, {checks} cotejos"
+                " (each cross-check is recorded on both observations it compares)"
+            )
     finally:
         stores.close()
 
@@ -133,7 +136,12 @@ HOST, PORT = "127.0.0.1", 8000
 
 def check_port(host: str, port: int) -> None:
     """Refuse a port another process listens on (bound the way the gateway binds it)."""
-    refuse_unusable_port(host, port, f"pick another: make run PORT={port + 1}")
+
+    def advice() -> str:
+        free = free_port_after(host, port)
+        return f"pick another: make run PORT={free if free is not None else 'N'}"
+
+    refuse_unusable_port(host, port, advice)
 
 
 def rotate_demo_token(settings: Settings) -> str:

@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -136,23 +138,34 @@ def test_serve_refuses_a_site_never_built(tmp_path: Path) -> None:
 def test_make_run_on_a_taken_port_stops_before_any_token_changes(
     tmp_path: Path, taken_port: int
 ) -> None:
+    """The refusal names a port to use instead, one free now: not merely the next one, which
+    is taken here too (when it can be)."""
     env = clean_env(FXEV_HOME=str(tmp_path / "var"), FXEV_SITE=str(tmp_path / "site_out"))
     assert fxev(tmp_path, "token", "issue", "demo", env=env).returncode == 0
     before = fxev(tmp_path, "token", "list", env=env).stdout
 
-    done = subprocess.run(
-        [sys.executable, "-m", "builder.demo", "--serve", "--port", str(taken_port)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 1, done
-    assert done.stdout == ""
-    assert len(done.stderr.splitlines()) == 1, done.stderr
-    assert f"port {taken_port}" in done.stderr and "Traceback" not in done.stderr
+    with contextlib.ExitStack() as stack:
+        neighbour = stack.enter_context(socket.socket())
+        with contextlib.suppress(OSError):
+            neighbour.bind(("127.0.0.1", taken_port + 1))
+            neighbour.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "builder.demo", "--serve", "--port", str(taken_port)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        assert done.returncode == 1, done
+        assert done.stdout == ""
+        assert len(done.stderr.splitlines()) == 1, done.stderr
+        assert f"port {taken_port}" in done.stderr and "Traceback" not in done.stderr
+        suggested = int(done.stderr.rsplit("make run PORT=", 1)[1])
+        assert suggested > taken_port + 1, done.stderr
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", suggested))  # free, as the message says
     assert fxev(tmp_path, "token", "list", env=env).stdout == before
     assert not (tmp_path / "var" / "registry.sqlite").exists()  # nothing was seeded either
 
