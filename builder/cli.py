@@ -234,8 +234,8 @@ def cmd_mirror(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
-    """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404)."""
-    # An empty --vkey is a key that cannot be used, not a key left out (no log check at all).
+    """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404) or
+    a usage error: an empty ``--vkey`` is a key that cannot be used, not a key left out."""
     vkey = settings.log_vkey if args.vkey is None else args.vkey
     verdict = run_verify_command(args, settings.token, vkey)
     emit(verdict.to_json())
@@ -338,10 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify = registry.add_parser("verify", help="walk the hash chain and every evidence blob")
     verify.set_defaults(handler=cmd_registry_verify)
 
-    verifying = commands.add_parser(
-        "verify",
-        help="check an observation (or a saved rates response) against its evidence, over HTTP",
-    )
+    verify_help = "check an observation (or a saved rates response) against its evidence, over HTTP"
+    verifying = commands.add_parser("verify", help=verify_help)
     verifying.add_argument(
         "observacion_id", nargs="?", metavar="OBSERVACION_ID", help="the observation to check"
     )

@@ -46,6 +46,13 @@ class KeyChanged(Conflict):
     command = "build"
 
 
+class NotTheLogsKey(Conflict):
+    """``fxev log key``: the home's key (or its lack) is not the published log's; nothing is
+    printed or made (exit 1)."""
+
+    command = "log key"
+
+
 class HistoryRewritten(Conflict):
     """The tree to sign does not extend the last checkpoint signed: refused (exit 1)."""
 

@@ -14,22 +14,16 @@ import sys
 
 import orjson
 
-from builder.core.errors import Conflict, NotFound
+from builder.core.errors import NotFound
 from builder.core.settings import Settings
 from builder.publish import logkey
-from builder.publish.log import LogSigner
+from builder.publish.log import LogSigner, NotTheLogsKey
 from builder.registry.store import REGISTRY_FILE, Registry
 from builder.tlog import merkle
 from builder.tlog.proof import TlogProof
 from builder.tree.layout import POINTER
 from builder.tree.log import LogReader
 from builder.tree.reader import TreeReader
-
-
-class NotTheLogsKey(Conflict):
-    """The home's key (or its lack) is not the published log's: nothing is printed or made."""
-
-    command = "log key"
 
 
 def log_signer(settings: Settings) -> LogSigner:
