@@ -23,9 +23,12 @@ COOKIE = "fxev_sesion"
 
 
 def bearer_token(authorization: str) -> str | None:
-    """The token of an ``Authorization: Bearer`` header's value, or None."""
+    """The token of an ``Authorization: Bearer`` header's value, or None. Only spaces and tabs
+    are trimmed (RFC 9110's OWS): another space, such as a no-break space, is part of what was
+    presented, so no token's (RFC 6750's ``token68`` holds none), and the request gets the 401
+    of an invalid one."""
     scheme, _, token = authorization.partition(" ")
-    token = token.strip()
+    token = token.strip(" \t")
     return token if scheme.lower() == "bearer" and token else None
 
 

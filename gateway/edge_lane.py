@@ -133,7 +133,8 @@ class AuthLane:
             return FULL_STEP
         try:
             original = headers.get(b"x-original-uri", b"").decode("ascii")
-            token = bearer_token(headers.get(b"authorization", b"").decode("latin-1"))
+            # As a gateway reads it (UTF-8): a step it would refuse is refused here too.
+            token = bearer_token(headers.get(b"authorization", b"").decode())
         except UnicodeDecodeError:
             return FULL_STEP
         path, _, query = original.partition("?")

@@ -300,6 +300,27 @@ def test_a_bearer_token_not_utf8_is_an_invalid_token(
     assert ledger_entries(strict_gateway.env, answer.headers["x-request-id"]) == []
 
 
+@pytest.mark.parametrize(
+    "credential",
+    [b"<valid>\xc2\xa0", b"\xc2\xa0<valid>", b"<valid>\xe2\x80\x83", b"<valid>\xc2\x85"],
+    ids=["nbsp after", "nbsp before", "em space after", "nel after"],
+)
+def test_a_valid_token_with_a_unicode_space_around_it_is_an_invalid_token(
+    strict_gateway: Gateway, credential: bytes
+) -> None:
+    """RFC 9110 trims only spaces and tabs (OWS) around a field's value, and RFC 6750's
+    `token68` holds no space: a valid token with a no-break space, an em space or a NEL around
+    it is not that token. (Formerly trimmed as any Unicode space, and answered 200.)"""
+    value = credential.replace(b"<valid>", strict_gateway.token.encode())
+    answer = exchange(
+        strict_gateway,
+        request(strict_gateway, b"/v1/coverage", b"Authorization: Bearer " + value, token=False),
+    )
+    assert_error(answer, 401, "UNAUTHORIZED")
+    assert answer.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+    assert ledger_entries(strict_gateway.env, answer.headers["x-request-id"]) == []
+
+
 def test_an_explorer_cookie_not_utf8_is_no_session(strict_gateway: Gateway) -> None:
     """The explorer's cookie holding bytes that are no UTF-8 is no session, as a bogus one is:
     the sign-in form, not a 500."""

@@ -102,6 +102,27 @@ def test_refused_tokens_get_401_on_a_cached_url(topology: Topology) -> None:
         assert_api_error(topology.get(path, None, **forged), 401, "UNAUTHORIZED")
 
 
+def test_a_valid_token_with_another_space_around_it_gets_401_on_a_warm_cached_url(
+    topology: Topology,
+) -> None:
+    """DECISIONS 12: "No cached answer reaches a request the fleet would not accept". A valid
+    token with a no-break space or a NEL around it (raw Latin-1 bytes, or UTF-8) is no token to a
+    gateway (401); the auth lane, reading the header as Latin-1 and trimming every Unicode
+    space, answered a cached 200 for it, counted and recorded."""
+    token = topology.token()
+    for path in (AS_OF, evidence_path(topology, token)):
+        cached(topology, path)
+        for _ in range(8):  # every worker's lane has sent it since the publish
+            assert topology.get(path, token, **IDENTITY).status_code == 200
+        for presented in (b"%s\xa0", b"\xa0%s", b"%s\x85", "%s\u00a0".encode()):
+            header = {"Authorization": b"Bearer " + presented.replace(b"%s", token.encode())}
+            edge = topology.get(path, None, **header)  # type: ignore[arg-type]
+            direct = topology.get(path, None, via=topology.gateways[1].base_url, **header)  # type: ignore[arg-type]
+            assert_api_error(edge, 401, "UNAUTHORIZED")
+            assert_same_refusal(edge, direct)
+            assert ledger_entries(topology.env, edge.headers["X-Request-Id"]) == []
+
+
 def test_over_the_limit_gets_429_counted_with_direct_requests(topology: Topology) -> None:
     token = topology.token()
     cached(topology, AS_OF)

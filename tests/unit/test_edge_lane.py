@@ -126,6 +126,34 @@ def test_pipelined_steps_are_answered_in_order_each_once_on_disk() -> None:
     asyncio.run(run())
 
 
+@pytest.mark.parametrize(
+    "presented",
+    [b"good\xa0", b"\xa0good", b"good\x85", "good\u00a0".encode(), "\u2003good".encode()],
+    ids=[
+        "latin-1 nbsp after",
+        "latin-1 nbsp before",
+        "latin-1 nel",
+        "utf-8 nbsp",
+        "utf-8 em space",
+    ],
+)
+def test_a_token_with_another_space_around_it_is_left_to_the_full_step(presented: bytes) -> None:
+    """RFC 9110 trims only spaces and tabs around a field's value, and a bearer token holds no
+    space: a valid token with a no-break space (or a NEL, an em space) around it is no token, as
+    a gateway reads it. The lane, reading the header as Latin-1 and trimming every Unicode
+    space, answered such a step itself: a cached 200, counted and recorded, where a gateway
+    answers 401. It leaves it to the full step, counting and recording nothing."""
+
+    async def run() -> None:
+        conn, transport, ledger, limiter = connection()
+        conn.data_received(step().replace(b"Bearer good", b"Bearer " + presented))
+        await settle()
+        assert transport.written == FULL_STEP
+        assert limiter.counted == 0 and ledger.entries == []
+
+    asyncio.run(run())
+
+
 def test_a_failed_ledger_leaves_the_step_to_the_full_one() -> None:
     async def run() -> None:
         conn, transport, ledger, _ = connection()
