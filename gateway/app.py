@@ -114,6 +114,7 @@ def setup_stores(app: Sanic) -> None:
                 token_check=app.ctx.token_check,
                 limiter=app.ctx.limiter,
                 fleet=app.ctx.fleet,
+                cors_origins=app.ctx.cors_origins,
             )
             app.ctx.lane, app.ctx.lane_server = lane, await start_lane(lane, settings.edge_lane)
         if app.ctx.fleet is not None:

@@ -23,8 +23,10 @@ only the edge can make, each carrying the installation's edge credential (``X-Fx
     Nothing is counted or recorded: no token was read, as for the gateway's own refusals.
 The cache fill (the original request, with ``X-Fxev-Admitted`` and ``X-Fxev-Expect``)
     Admitted and recorded by the auth step under the request id it names, so neither checked
-    nor counted again, nor recorded; answered only if its ETag is still the one the auth step
-    gave (else a retryable 503, which the edge does not cache).
+    nor counted again, nor recorded; answered only if its ETag and its CORS headers are still
+    those the auth step named (``X-Fxev-Expect``: the ETag, a space, ``X-Fxev-Cors``), else a
+    retryable 503, which the edge does not cache: a gateway whose FXEV_CORS_ORIGINS differs
+    from the auth step's (a rolling change) never fills an entry under the other's key.
 A client's request the edge passes on (``X-Fxev-Passed``, the credential)
     Answered as a direct request, but that its head may be longer than a client's
     (:func:`came_through`): the edge has refused a head over the limit, and adds headers.
@@ -51,7 +53,14 @@ from sanic.response import HTTPResponse
 from builder.core import vocabulary
 from gateway.errors import ApiError, InvalidParams, MethodNotAllowed, NotReady
 from gateway.response import BytesResponse
-from gateway.sending import MALFORMED, NOT_ALLOWED, TOO_LARGE, error_response, repr_digest
+from gateway.sending import (
+    MALFORMED,
+    NOT_ALLOWED,
+    TOO_LARGE,
+    cors_state,
+    error_response,
+    repr_digest,
+)
 
 if TYPE_CHECKING:
     from sanic.http import Http
@@ -62,6 +71,7 @@ ADMITTED = "x-fxev-admitted"
 EXPECT = "x-fxev-expect"
 ANSWER = "X-Fxev-Answer"
 ETAG = "X-Fxev-Etag"
+CORS = "X-Fxev-Cors"  # which CORS headers the answer carries (sending.cors_state): in the key
 TYPE = "X-Fxev-Type"
 AUTH_PATH = "/_edge/auth"
 ANSWER_PATH = "/_edge/answer"
@@ -186,7 +196,11 @@ def unpack(text: str) -> tuple[int, list[tuple[str, str]], bytes]:
 def auth_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
     """The auth step's answer to the edge, once the ledger holds the original one."""
     if cacheable(response):
-        headers = {"X-Request-Id": response.headers["x-request-id"], ETAG: response.headers["etag"]}
+        headers = {
+            "X-Request-Id": response.headers["x-request-id"],
+            ETAG: response.headers["etag"],
+            CORS: cors_state(request.app.ctx.cors_origins, request.headers.get("origin")),
+        }
         return BytesResponse(b"", status=200, headers=headers)
     return BytesResponse(b"", status=401, headers={ANSWER: pack(response)})
 
@@ -194,8 +208,10 @@ def auth_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
 def fill_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
     """A cache fill's answer: the body the auth step described, or a retryable 503."""
     expected = request.headers.getone(EXPECT, "")
-    if cacheable(response) and response.headers["etag"] == expected:
-        return response
+    if cacheable(response):
+        cors = cors_state(request.app.ctx.cors_origins, request.headers.get("origin"))
+        if f"{response.headers['etag']} {cors}" == expected:
+            return response
     error = NotReady("The answer changed since it was authorised; retry.")
     body = error.body(request.ctx.x_request_id)
     headers = {

@@ -40,6 +40,7 @@ from gateway.access import bearer_token
 from gateway.ledger import Ledger, LedgerEntry
 from gateway.ratelimit import now_us
 from gateway.routes import Remembered, remembered
+from gateway.sending import cors_state
 from gateway.stamps import fresh_request_id, utc_now_text
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ WANTED = frozenset(
         b"x-original-method",
         b"authorization",
         b"if-none-match",
+        b"origin",
     }
 )
 # The most bytes a step's head may take before it is complete (the edge's are under 2 KB): past
@@ -68,7 +70,10 @@ HEAD_TIMEOUT_S = 10.0
 FULL_STEP = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
 AUTH_PATH = edge.AUTH_PATH.encode()
 NOT_HERE = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-PASSED = b"HTTP/1.1 200 OK\r\nX-Request-Id: %s\r\nX-Fxev-Etag: %s\r\nContent-Length: 0\r\n\r\n"
+PASSED = (
+    b"HTTP/1.1 200 OK\r\nX-Request-Id: %s\r\nX-Fxev-Etag: %s\r\nX-Fxev-Cors: %s\r\n"
+    b"Content-Length: 0\r\n\r\n"
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -90,10 +95,11 @@ class Cleared:
     query: str
     token: str
     answer: Remembered
+    cors: str  # sending.cors_state of the request's Origin
 
 
-def passed(x_request_id: str, etag: str) -> bytes:
-    return PASSED % (x_request_id.encode("ascii"), etag.encode("ascii"))
+def passed(x_request_id: str, etag: str, cors: str) -> bytes:
+    return PASSED % (x_request_id.encode("ascii"), etag.encode("ascii"), cors.encode("ascii"))
 
 
 class AuthLane:
@@ -107,14 +113,17 @@ class AuthLane:
         token_check: CachedTokenCheck | RedisGate | None = None,
         limiter: RateLimiter | RedisGate | None = None,
         fleet: RedisGate | None = None,
+        cors_origins: frozenset[str] | None = None,
     ) -> None:
-        """One host: ``token_check`` and ``limiter``; fleet mode: ``fleet``, which is both."""
+        """One host: ``token_check`` and ``limiter``; fleet mode: ``fleet``, which is both;
+        ``cors_origins``: FXEV_CORS_ORIGINS, as the worker's app holds it."""
         self.view = view
         self.ledger = ledger
         self.credential = credential.encode("ascii")
         self.token_check = token_check
         self.limiter = limiter
         self.fleet = fleet
+        self.cors_origins = cors_origins
         self.connections: set[LaneConnection] = set()
 
     def clear(self, asked: Asked) -> Cleared | bytes:
@@ -133,8 +142,10 @@ class AuthLane:
             return FULL_STEP
         try:
             original = headers.get(b"x-original-uri", b"").decode("ascii")
-            # As a gateway reads it (UTF-8): a step it would refuse is refused here too.
+            # As a gateway reads them (UTF-8): a step it would refuse is refused here too.
             token = bearer_token(headers.get(b"authorization", b"").decode())
+            origin = headers.get(b"origin")
+            cors = cors_state(self.cors_origins, None if origin is None else origin.decode())
         except UnicodeDecodeError:
             return FULL_STEP
         path, _, query = original.partition("?")
@@ -143,7 +154,7 @@ class AuthLane:
         answer = remembered(self.view, path, query)
         if answer is None:
             return FULL_STEP
-        return Cleared(path, query, token, answer)
+        return Cleared(path, query, token, answer, cors)
 
     def admitted(self, cleared: Cleared) -> TokenRecord | None:
         """The token's record, counted by the limiter, or None (refused: nothing counted)."""
@@ -323,7 +334,7 @@ class LaneConnection(asyncio.Protocol):
             self.send(FULL_STEP)
             return True
         x_request_id = fresh_request_id()
-        answer = passed(x_request_id, cleared.answer.etag)
+        answer = passed(x_request_id, cleared.answer.etag, cleared.cors)
         ledger = self.lane.ledger
         if ledger is None:
             self.busy = False

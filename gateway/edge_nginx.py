@@ -341,13 +341,15 @@ LANE_LOCATIONS = """
         }"""
 
 # An immutable route's answer once its auth step passed: from the cache, keyed on the URI and
-# the ETag the gateway gave, so a correction (a new ETag) is a new key: no purge.
+# the ETag the gateway gave, so a correction (a new ETag) is a new key: no purge; and on the
+# origin and which CORS headers the gateway gives it, so a changed FXEV_CORS_ORIGINS is too.
 CACHED = """\
             auth_request_set $fxev_request_id $upstream_http_x_request_id;
             auth_request_set $fxev_etag $upstream_http_x_fxev_etag;
+            auth_request_set $fxev_cors $upstream_http_x_fxev_cors;
             auth_request_set $fxev_answer $upstream_http_x_fxev_answer;
             proxy_cache fxev_cache;
-            proxy_cache_key "$request_uri $fxev_etag $http_origin";
+            proxy_cache_key "$request_uri $fxev_etag $http_origin $fxev_cors";
             proxy_cache_valid 200 365d;
             proxy_cache_lock on;
             proxy_cache_lock_timeout 10s;
@@ -358,7 +360,7 @@ CACHED = """\
             # A cache fill: admitted and recorded by the auth step; sent only with that ETag.
             proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
             proxy_set_header X-Fxev-Admitted $fxev_request_id;
-            proxy_set_header X-Fxev-Expect $fxev_etag;
+            proxy_set_header X-Fxev-Expect "$fxev_etag $fxev_cors";
             proxy_set_header X-Fxev-Answer "";
             proxy_set_header X-Original-URI "";
             proxy_set_header X-Original-Method "";

@@ -110,11 +110,26 @@ def repr_digest(sha256_hex: str) -> str:
 
 def allowed_origin(request: Request) -> str | None:
     """The request's ``Origin`` when FXEV_CORS_ORIGINS lists it (any, for ``*``)."""
-    origins: frozenset[str] | None = request.app.ctx.cors_origins
-    origin = request.headers.get("origin")
-    if origins is None or origin is None:
+    return listed(request.app.ctx.cors_origins, request.headers.get("origin"))
+
+
+def listed(origins: frozenset[str] | None, origin: str | None) -> str | None:
+    """``origin`` (its spaces and tabs around trimmed, as RFC 9110 reads a field's value) when
+    ``origins`` lists it (any, for ``*``); None when it is not, or no origin is configured."""
+    origin = None if origin is None else origin.strip(" \t")
+    if origins is None or not origin:
         return None
     return origin if "*" in origins or origin in origins else None
+
+
+def cors_state(origins: frozenset[str] | None, origin: str | None) -> str:
+    """Which CORS headers a ``/v1`` answer to ``origin`` carries (:func:`cors_headers`): ``-``
+    none (no origin configured), ``v`` only ``Vary: Origin``, ``a`` the origin allowed. The edge
+    keys its cache on it (:mod:`gateway.edge`), so a cached answer never carries the headers
+    of another configuration than the one that admitted the request."""
+    if origins is None:
+        return "-"
+    return "v" if listed(origins, origin) is None else "a"
 
 
 def cors_headers(request: Request) -> dict[str, str]:

@@ -103,15 +103,24 @@ def test_a_head_is_authorised_as_a_head(gateway: Gateway) -> None:
 def test_a_cache_fill_is_sent_only_with_the_authorised_etag_and_not_recorded(
     gateway: Gateway,
 ) -> None:
+    """The fill names the ETag and the CORS headers (X-Fxev-Cors: none configured here) the
+    auth step gave: another ETag, or a gateway that would send other CORS headers (its
+    FXEV_CORS_ORIGINS changed since), is a retryable 503, never an entry under the key."""
     answer = auth(gateway, AS_OF)
     request_id, etag = answer.headers["X-Request-Id"], answer.headers[edge.ETAG]
+    assert answer.headers[edge.CORS] == "-"
     fill = {"X-Fxev-Edge": credential(gateway), "X-Fxev-Admitted": request_id}
-    body = requests.get(gateway.url(AS_OF), headers=fill | {"X-Fxev-Expect": etag}, timeout=10)
+    expect = {"X-Fxev-Expect": f"{etag} -"}
+    body = requests.get(gateway.url(AS_OF), headers=fill | expect, timeout=10)
     assert body.status_code == 200 and body.headers["ETag"] == etag  # no token needed
     assert body.headers["X-Request-Id"] == request_id
-    stale = requests.get(gateway.url(AS_OF), headers=fill | {"X-Fxev-Expect": '"0"'}, timeout=10)
-    assert stale.status_code == 503 and stale.json()["retryable"] is True
-    assert stale.headers["Repr-Digest"] == repr_digest(hashlib.sha256(stale.content).hexdigest())
+    for other in ('"0" -', f"{etag} a", f"{etag} v", etag):
+        stale = requests.get(
+            gateway.url(AS_OF), headers=fill | {"X-Fxev-Expect": other}, timeout=10
+        )
+        assert stale.status_code == 503 and stale.json()["retryable"] is True, other
+        digest = repr_digest(hashlib.sha256(stale.content).hexdigest())
+        assert stale.headers["Repr-Digest"] == digest
     assert len(ledger_entries(gateway.env, request_id)) == 1  # the auth step's alone
 
 

@@ -1123,3 +1123,47 @@ def test_after_an_edge_restart_hits_are_recorded_and_refused_tokens_still_refuse
         assert refused.status == 401
         assert_same_answer(refused, theirs, f"revoked {path}")
         assert refused.one("www-authenticate") == 'Bearer error="invalid_token"'
+
+
+# -- FXEV_CORS_ORIGINS changed under a warm cache (last: it restarts the gateways) ---------------
+
+
+def test_a_changed_cors_setting_never_answers_from_an_entry_filled_under_the_old_one(
+    front: Front,
+) -> None:
+    """Section 12: "Every answer equals the gateway's (status, body bytes, API headers)". The
+    cache was keyed on the URI, the ETag and the origin, not on the CORS headers the gateway
+    gave it: after FXEV_CORS_ORIGINS changed and the gateways restarted, a hit still sent
+    `Access-Control-Allow-Origin` for an origin no longer listed (and, the other way, lacked
+    it). The key now holds which CORS headers the gateway gives the origin (`X-Fxev-Cors`).
+    Also an `Origin` with a space after it, which nginx trims, is read as the gateway reads it."""
+    token = front.token("cors-change")
+    evidence = evidence_of(front, token)
+    gateways = front.running.gateways
+    listed_env = dict(gateways[0].env)
+
+    def restart(env: dict[str, str]) -> None:
+        for gateway in gateways:
+            port = int(gateway.base_url.rpartition(":")[2])
+            gateway.stop()
+            gateway.env = {**env, **{k: v for k, v in gateway.env.items() if k == "FXEV_EDGE_LANE"}}
+            gateway.start(port)
+
+    def compare(label: str) -> None:
+        token = front.token("cors-change")  # 36 requests a phase: under the minute's 60
+        for path in (AS_OF, evidence):
+            for origin in ({"Origin": ORIGIN}, {"Origin": ORIGIN + " "}, {}):
+                for _ in range(3):  # a miss or a hit, then hits, on every worker's lane
+                    edge = front.edge(path, token, **origin, **IDENTITY)
+                    direct = front.direct(path, token, **origin, **IDENTITY)
+                    assert_same_answer(edge, direct, f"{label} {path} {origin}")
+
+    compare("listed")
+    try:
+        restart({k: v for k, v in listed_env.items() if k != "FXEV_CORS_ORIGINS"})
+        compare("unset")
+        restart({**listed_env, "FXEV_CORS_ORIGINS": "https://other.example"})
+        compare("another")
+    finally:
+        restart(listed_env)
+    compare("listed again")

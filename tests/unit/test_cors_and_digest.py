@@ -12,7 +12,7 @@ import pytest
 
 from builder.core.settings import SettingsError, load_settings
 from gateway import openapi
-from gateway.sending import CORS_EXPOSE, repr_digest
+from gateway.sending import CORS_EXPOSE, cors_state, listed, repr_digest
 
 DOC = openapi.DOCUMENT
 
@@ -96,3 +96,26 @@ def test_every_operation_answers_400_and_408_live_too() -> None:
     for path, item in DOC["paths"].items():
         for method, operation in item.items():
             assert {"400", "408"} <= set(operation["responses"]), (path, method)
+
+
+@pytest.mark.parametrize(
+    ("origins", "origin", "allowed", "state"),
+    [
+        (None, "https://a.example", None, "-"),
+        (None, None, None, "-"),
+        (frozenset({"https://a.example"}), "https://a.example", "https://a.example", "a"),
+        (frozenset({"https://a.example"}), "https://a.example \t", "https://a.example", "a"),
+        (frozenset({"https://a.example"}), "https://b.example", None, "v"),
+        (frozenset({"https://a.example"}), None, None, "v"),
+        (frozenset({"*"}), "https://b.example", "https://b.example", "a"),
+        (frozenset({"*"}), " ", None, "v"),
+    ],
+)
+def test_an_origin_is_listed_trimmed_and_its_cors_state_is_what_the_answer_carries(
+    origins: frozenset[str] | None, origin: str | None, allowed: str | None, state: str
+) -> None:
+    """RFC 9110 trims spaces and tabs around a field's value, as nginx does before a gateway
+    sees it through the edge; the state (none, ``Vary`` only, allowed) is part of the edge's
+    cache key, so a cached answer never carries another configuration's CORS headers."""
+    assert listed(origins, origin) == allowed
+    assert cors_state(origins, origin) == state

@@ -154,6 +154,40 @@ def test_a_token_with_another_space_around_it_is_left_to_the_full_step(presented
     asyncio.run(run())
 
 
+@pytest.mark.parametrize(
+    ("origins", "origin", "state"),
+    [
+        (None, None, b"-"),
+        (None, b"https://a.example", b"-"),
+        (frozenset({"https://a.example"}), None, b"v"),
+        (frozenset({"https://a.example"}), b"https://b.example", b"v"),
+        (frozenset({"https://a.example"}), b"https://a.example", b"a"),
+    ],
+)
+def test_the_answer_names_the_cors_headers_the_gateway_gives_the_origin(
+    origins: frozenset[str] | None, origin: bytes | None, state: bytes
+) -> None:
+    """The edge keys its cache on which CORS headers the gateway gives the request's origin
+    (``X-Fxev-Cors``), as the full step names them: after FXEV_CORS_ORIGINS changed, a cached
+    answer filled under the old setting is never served."""
+
+    async def run() -> None:
+        conn, transport, ledger, _ = connection()
+        conn.lane.cors_origins = origins
+        sent = (
+            step()
+            if origin is None
+            else step().replace(b"\r\n\r\n", b"\r\nOrigin: %s\r\n\r\n" % origin)
+        )
+        conn.data_received(sent)
+        ledger.futures[0].set_result(None)
+        await settle()
+        assert transport.written.startswith(b"HTTP/1.1 200 ")
+        assert b"\r\nX-Fxev-Cors: " + state + b"\r\n" in transport.written
+
+    asyncio.run(run())
+
+
 def test_a_failed_ledger_leaves_the_step_to_the_full_one() -> None:
     async def run() -> None:
         conn, transport, ledger, _ = connection()
