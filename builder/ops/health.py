@@ -67,7 +67,7 @@ def date_header(headers: Sequence[Sequence[str]]) -> datetime | None:
         if name.lower() == "date":
             try:
                 instant = parsedate_to_datetime(value)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # a year of 20 digits: Overflow
                 return None
             return instant if instant.tzinfo is not None else None
     return None

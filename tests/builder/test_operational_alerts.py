@@ -138,6 +138,10 @@ def test_date_header_is_read_case_insensitively_and_garbage_ignored() -> None:
     )
     assert date_header([("Date", "yesterday")]) is None
     assert date_header([("Server", "x")]) is None
+    # A year past datetime's (ValueError) or past a C long (OverflowError, which crashed every
+    # capture and tick with a traceback before anything was recorded): unreadable, as garbage.
+    for year in ("10000", "99999999999999999999"):
+        assert date_header([("Date", f"Mon, 01 Jan {year} 00:00:00 GMT")]) is None
 
 
 # -- injected conditions -------------------------------------------------------------------------
