@@ -16,8 +16,12 @@ refuses what RFC 9112 has a server refuse and rewrites what the RFC reads and Sa
   the stand-in request it answers errors with, and the connection closes without an answer. The
   stand-in gets the target with its control and non-ASCII bytes percent-encoded.
 
-A body is read under the request timeout until the answer starts (a client too slow to send
-it gets 408, where Sanic's response timeout answered 503); ``Expect: 100-continue`` is answered
+A request's time runs from its first byte: Sanic's request timeout counted from the last byte
+received, so a client sending one byte a second was never too slow, and held its connection
+for as long as it liked. A request not read whole (its head, and its body until the answer
+starts) within the request timeout of its start gets 408. A body is read under the request
+timeout until the answer starts (a client too slow to send it gets 408, where Sanic's response
+timeout answered 503); ``Expect: 100-continue`` is answered
 before waiting for the body (a chunked one too), and not at all in HTTP/1.0 (RFC 9110 10.1.1).
 
 Sanic's numbers are read by the RFC too: a ``Content-Length`` and a chunk's size in ASCII digits
@@ -39,6 +43,8 @@ with it (``gateway.app``).
 
 from __future__ import annotations
 
+from time import monotonic
+
 from sanic.exceptions import BadRequest, PayloadTooLarge
 from sanic.http import Http, Stage
 from sanic.http.http1 import HTTP_CONTINUE
@@ -59,7 +65,7 @@ def printable_target(target: str) -> str:
 
 
 class GatewayHttp(Http):
-    __slots__ = ("head_size",)
+    __slots__ = ("head_size", "request_began")
     # Sanic's limit, raised for the edge's longer heads; a client's is HEAD_MAX (below).
     HEADER_MAX_SIZE = head.EDGE_HEAD_MAX
 
@@ -67,6 +73,7 @@ class GatewayHttp(Http):
         super().__init__(protocol)
         self._receive_more = self._receive_more_of_head
         self.head_size = 0  # the bytes of the last head read, before its blank line
+        self.request_began = 0.0  # when the request being read began (GatewayProtocol)
 
     async def _receive_more_of_head(self) -> None:
         """Sanic's wait for more bytes, refusing first a head that can never end (bare LF)."""
@@ -77,8 +84,10 @@ class GatewayHttp(Http):
     async def http1_request_header(self) -> None:
         """Sanic's reading of the head; then a request from the edge (``X-Fxev-Edge``) is marked,
         and its auth step made into the request it authorises (:func:`gateway.edge.arrive`)."""
+        self.request_began = monotonic()
         await self._receive_head()
         await super().http1_request_header()
+        self.protocol._time = monotonic()  # the response's timeout runs from here
         if self.url == "*" and self.request.method != "OPTIONS":
             # RFC 9112 3.2.4: the asterisk form is for a server-wide OPTIONS only (which the
             # routes answer 405, as on any path); Sanic would route it to the explorer's home.
@@ -149,6 +158,7 @@ class GatewayHttp(Http):
         finally:
             if before_answer and self.stage is Stage.REQUEST:
                 self.stage = Stage.HANDLER
+                self.protocol._time = monotonic()
 
     async def _read_chunk_start(self) -> None:
         """At a chunk's start (Sanic's buffer holds the CRLF that ended the head or the last
@@ -205,3 +215,10 @@ class GatewayHttp(Http):
 class GatewayProtocol(HttpProtocol):
     __slots__ = ()
     HTTP_CLASS = GatewayHttp
+
+    def check_timeouts(self) -> None:
+        """Sanic's, but a request being read is timed from its first byte, not its last."""
+        http = self._http
+        if isinstance(http, GatewayHttp) and http.stage is Stage.REQUEST and http.request_began:
+            self._time = min(self._time, http.request_began)
+        super().check_timeouts()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -556,6 +557,45 @@ def test_a_client_too_slow_to_send_its_body_gets_408_recorded(
     assert answer.headers["connection"] == "close"
     [entry] = ledger_entries(strict_gateway.env, answer.headers["x-request-id"])
     assert entry["status"] == 408
+
+
+def trickle(gateway: Gateway, at_once: bytes, slowly: bytes, every_s: float) -> Answer:
+    """Send ``at_once``, then ``slowly`` one byte every ``every_s`` seconds until an answer
+    comes: that answer, timed from the first slow byte."""
+    port = int(gateway.base_url.rsplit(":", 1)[1])
+    received = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S * 5) as sock:
+        sock.sendall(at_once)
+        started = time.monotonic()
+        for byte in slowly:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                sock.sendall(bytes([byte]))
+            if select.select([sock], [], [], every_s)[0]:
+                break
+        while b"\r\n\r\n" not in received or len(received) < answer_length(received):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status, headers = status_and_headers(head)
+    return Answer(status, headers, body, time.monotonic() - started, "")
+
+
+@pytest.mark.parametrize("part", ["head", "body"])
+def test_a_client_sending_a_byte_at_a_time_too_slowly_gets_408(
+    strict_gateway: Gateway, part: str
+) -> None:
+    """docs/decisions.md#bad-requests: "a client too slow to send its request gets 408". Sanic
+    timed a request from its last byte, so a client sending one byte every half second (here,
+    under a request timeout of 2 s) never got it, and held the connection as long as it kept
+    trickling. A request is timed from its first byte: 408 within a few timeouts, its head
+    trickled or its body."""
+    head = request(strict_gateway, LATEST, b"Content-Length: 200")
+    at_once, slowly = (b"", head) if part == "head" else (head, b"x" * 200)
+    answer = trickle(strict_gateway, at_once, slowly, every_s=0.5)
+    assert_error(answer, 408, "REQUEST_TIMEOUT", retryable=True)
+    assert answer.seconds < REQUEST_TIMEOUT_S * 4, answer.seconds
 
 
 @pytest.mark.parametrize("framing", [b"Content-Length: 5", b"Transfer-Encoding: chunked"])
