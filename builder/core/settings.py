@@ -252,6 +252,24 @@ def _url(environ: Mapping[str, str], name: str) -> str:
         raise SettingsError(f"{name}: {error}") from None
 
 
+def _proxy(environ: Mapping[str, str]) -> str | None:
+    """``FXEV_PROXY``: an HTTP(S) proxy. A SOCKS one is refused: its connections are made by a
+    library of their own, which the capture deadline does not reach, and its failures would not
+    read as the tunnel's (``tunel_caido``)."""
+    raw = environ.get("FXEV_PROXY", "")
+    if not raw:
+        return None
+    try:
+        return http_url(raw)
+    except ValueError as error:
+        socks = (
+            " (SOCKS is not supported: use an HTTP proxy)"
+            if raw.lower().startswith("socks")
+            else ""
+        )
+        raise SettingsError(f"FXEV_PROXY: {error}{socks}") from None
+
+
 def _redis_url(environ: Mapping[str, str]) -> str | None:
     raw = environ.get("FXEV_REDIS_URL", "").strip()
     if raw and urlsplit(raw).scheme not in ("redis", "rediss", "unix"):
@@ -341,7 +359,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         max_body_bytes=_int(environ, "FXEV_MAX_BODY_BYTES", minimum=1),
         min_free_bytes=_int(environ, "FXEV_MIN_FREE_BYTES"),
         clock_tolerance_s=_int(environ, "FXEV_CLOCK_TOLERANCE_S", minimum=1),
-        proxy=environ.get("FXEV_PROXY") or None,
+        proxy=_proxy(environ),
         capture_deadline_s=_int(environ, "FXEV_CAPTURE_DEADLINE_S", minimum=1),
         store_url=environ.get("FXEV_STORE_URL") or None,
         s3_endpoint=_url(environ, "FXEV_S3_ENDPOINT") if environ.get("FXEV_S3_ENDPOINT") else None,

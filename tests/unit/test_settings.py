@@ -52,6 +52,11 @@ def test_now_accepts_a_z_suffix():
         ("FXEV_TAXAUTH_URL", "file:///tmp/tipoCambio.txt", "not an http"),
         ("FXEV_CENTRALBANK_URL", "https://", "not an http"),
         ("FXEV_CENTRALBANK_URL", "http://127.0.0.1:80x/api", "not an http"),
+        # A SOCKS proxy's connections escaped the capture deadline (a source dripping a byte a
+        # second ran for as long as it dripped) and its failures read as the source's.
+        ("FXEV_PROXY", "socks5://127.0.0.1:1080", "SOCKS is not supported"),
+        ("FXEV_PROXY", "socks5h://127.0.0.1:1080", "SOCKS is not supported"),
+        ("FXEV_PROXY", "127.0.0.1:3128", "not an http"),
     ],
 )
 def test_an_unusable_value_is_a_clear_error(name, value, message):
