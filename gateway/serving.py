@@ -12,11 +12,17 @@ worker acknowledged its start ends the manager's wait for them (Sanic's wait wou
 spin forever). The loop's step (``_sync_states``), its acknowledgement check and its shutdown
 flag are the manager's internals (Sanic 25.12): :meth:`Supervisor.install` fails at start if
 they are missing.
+
+The workers' states live in a process of the manager's own (a ``multiprocessing`` manager).
+When it dies (killed), no worker can be supervised any more: the gateway stops every worker
+and exits 1, after one line in its log, so that its service manager starts it again (systemd's
+``Restart=always``, docs/operating/fleet.md#hosts), where it ended in a traceback.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
     from gateway.shipping import Shipper
 
 RESTART_EVERY_S = 1.0  # the least time between two restarts of one worker
+STATE_LOST = threading.Event()  # the workers' state process died: stop, and exit 1
 DEAD = (ProcessState.FAILED, ProcessState.COMPLETED)  # what a sync makes of a process gone
 
 
@@ -61,6 +68,8 @@ def serve_factory(
         app.main_process_start(lambda app: shipper.start())
         app.main_process_stop(lambda app: shipper.stop())  # after the workers were joined
     Sanic.serve(primary=app, app_loader=loader)
+    if STATE_LOST.is_set():
+        raise SystemExit(1)
 
 
 def supervise(app: Sanic) -> None:
@@ -84,7 +93,11 @@ class Supervisor:
         all_acked = manager._all_workers_ack
 
         def sync_states() -> None:
-            sync()
+            try:
+                sync()
+            except (BrokenPipeError, EOFError, ConnectionError) as error:
+                self.state_lost(error)
+                return
             self.restart_dead()
 
         def acked_or_stopping() -> bool:
@@ -96,6 +109,19 @@ class Supervisor:
 
         manager._sync_states = sync_states  # type: ignore[method-assign]
         manager._all_workers_ack = acked_or_stopping  # type: ignore[method-assign]
+
+    def state_lost(self, error: Exception) -> None:
+        """The process holding the workers' states is gone: stop them all, and the gateway."""
+        if STATE_LOST.is_set():
+            return
+        STATE_LOST.set()
+        error_logger.error(
+            "The workers' state process is gone (%s); stopping every worker, exit 1: start the"
+            " gateway again (a service manager does)",
+            error,
+        )
+        self.manager.monitor_publisher.send(None)  # the monitor loop's stop message
+        self.manager.shutdown()
 
     def restart_dead(self) -> None:
         manager = self.manager

@@ -13,7 +13,7 @@ import orjson
 import requests
 
 from tests.contract.conftest import WORKERS, Gateway, ledger_entries
-from tests.contract.test_ledger_kills import ledger_writers
+from tests.contract.test_ledger_kills import argv, children, ledger_writers
 
 REPLACED_WITHIN_S = 5.0
 
@@ -66,6 +66,33 @@ def test_a_killed_worker_is_replaced_within_5_s_and_answers_stay_ledgered(
 
     time.sleep(1.0)
     assert sorted(ledger_writers(gw)) == sorted(after)  # no worker was replaced twice
+
+
+def test_the_workers_state_process_killed_stops_the_gateway_in_one_line_with_exit_1(
+    private_gateway: Gateway,
+) -> None:
+    """Sanic keeps the workers' states in a process of its own (a multiprocessing manager).
+    Killed, no worker can be supervised any more: the gateway ended in a traceback. It stops
+    every worker and exits 1 after one line in its log, for its service manager to start it
+    again (docs/operating/fleet.md#hosts: `Restart=always`)."""
+    gw = private_gateway
+    assert gw.process is not None
+    workers = wait_for_workers(gw, WORKERS, 10)
+    spawned = [
+        pid for pid in children(gw.process.pid) if "multiprocessing.spawn" in " ".join(argv(pid))
+    ]
+    (state,) = set(spawned) - set(workers)
+    log_start = gw.log_path.stat().st_size
+    os.kill(state, signal.SIGKILL)
+    assert gw.process.wait(timeout=30) == 1
+    log = gw.log_path.read_bytes()[log_start:].decode(errors="replace")
+    assert "The workers' state process is gone" in log, log
+    assert "Traceback" not in log, log
+    for worker in workers:
+        assert (
+            not Path(f"/proc/{worker}").exists()
+            or "(Z)" in Path(f"/proc/{worker}/stat").read_text()
+        )
 
 
 def ask(gateway: Gateway) -> requests.Response:
