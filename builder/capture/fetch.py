@@ -197,6 +197,7 @@ def _read(
     headers = _wire_headers(response)
     raw_chunks: list[bytes] = []
     out = bytearray()
+    ended = False  # the body was read to its end
 
     def exchange(body: bytes, truncated: bool = False) -> HttpExchange:
         return HttpExchange(method, url, status, reason, headers, body, truncated, received_at)
@@ -206,7 +207,10 @@ def _read(
         return bytes(out) if out else b"".join(raw_chunks)[:limit]
 
     def failure(kind: str, message: str) -> FetchFailure:
-        return FetchFailure(kind, message, exchange(kept(), truncated=True))
+        # Truncated, but for the whole raw body kept because none of it decoded (an unknown or
+        # broken coding): those are all the bytes the source sent.
+        whole = not out and ended and sum(map(len, raw_chunks)) <= limit
+        return FetchFailure(kind, message, exchange(kept(), truncated=not whole))
 
     def past_deadline() -> FetchFailure:
         return failure("fuente_no_disponible", deadline.message(len(kept())))
@@ -222,6 +226,7 @@ def _read(
         while True:
             chunk = response.raw.read1(_CHUNK, decode_content=False)
             if not chunk:
+                ended = True
                 break
             raw_chunks.append(chunk)
             if unsupported is not None:

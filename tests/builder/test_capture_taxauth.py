@@ -444,6 +444,28 @@ def test_undecodable_gzip_is_cambio_formato(capture: Capture, stores: Stores) ->
     assert evidence.headers == [list(pair) for pair in headers]
 
 
+@pytest.mark.parametrize("status", [200, 404])
+def test_a_body_in_an_unknown_coding_is_kept_whole_and_not_marked_truncated(
+    status: int, capture: Capture, stores: Stores, make_settings: Callable[..., Settings]
+) -> None:
+    """A body in a coding fxev cannot decode is kept raw; all of it arrived, so it is not marked
+    truncated (the WARC export wrote `WARC-Truncated: length` for such complete bodies); one
+    over the cap still is."""
+    headers = [("Content-Type", "text/plain"), ("Content-Encoding", "br")]
+    body = b"\x8b\x02\x80brotli, which fxev does not decode\x03"
+
+    capture(body=body, status=status, headers=headers)
+    evidence = evidence_of(stores, failure_event(stores, 1))
+    assert (evidence.http_status, evidence.truncated) == (status, False)
+    assert stores.blobs.read(evidence.sha256) == body
+
+    capture(
+        body=body, status=status, headers=headers, settings=make_settings(FXEV_MAX_BODY_BYTES="8")
+    )
+    evidence = evidence_of(stores, failure_event(stores, 2))
+    assert (evidence.size, evidence.truncated) == (8, True)
+
+
 def test_dates_are_judged_in_lima_not_utc(capture: Capture, stores: Stores) -> None:
     # 03:00 UTC on the 21st is still the 20th in Lima: the 22nd is two days ahead.
     now = datetime(2026, 9, 21, 3, 0, tzinfo=UTC)
