@@ -63,18 +63,24 @@ def exchange(gateway: Gateway, data: bytes, wait_s: float = 10.0) -> Answer:
         # Refused before all of it was read: the answer is waiting all the same.
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             sock.sendall(data)
-        received = b""
-        while b"\r\n\r\n" not in received or len(received) < answer_length(received):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
+        received = read_answer(sock)
     seconds = time.monotonic() - started
     head, _, body = received.partition(b"\r\n\r\n")
     status, headers = status_and_headers(head)
     time.sleep(0.05)  # the worker's log line is written as the answer leaves
     log = gateway.log_path.read_bytes()[log_start:].decode(errors="replace")
     return Answer(status, headers, body, seconds, log)
+
+
+def read_answer(sock: socket.socket) -> bytes:
+    """The bytes of one answer on ``sock``: its head and the body its length announces."""
+    received = b""
+    while b"\r\n\r\n" not in received or len(received) < answer_length(received):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        received += chunk
+    return received
 
 
 def answer_length(received: bytes) -> int:
@@ -563,7 +569,6 @@ def trickle(gateway: Gateway, at_once: bytes, slowly: bytes, every_s: float) -> 
     """Send ``at_once``, then ``slowly`` one byte every ``every_s`` seconds until an answer
     comes: that answer, timed from the first slow byte."""
     port = int(gateway.base_url.rsplit(":", 1)[1])
-    received = b""
     with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT_S * 5) as sock:
         sock.sendall(at_once)
         started = time.monotonic()
@@ -572,11 +577,7 @@ def trickle(gateway: Gateway, at_once: bytes, slowly: bytes, every_s: float) -> 
                 sock.sendall(bytes([byte]))
             if select.select([sock], [], [], every_s)[0]:
                 break
-        while b"\r\n\r\n" not in received or len(received) < answer_length(received):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
+        received = read_answer(sock)
     head, _, body = received.partition(b"\r\n\r\n")
     status, headers = status_and_headers(head)
     return Answer(status, headers, body, time.monotonic() - started, "")
