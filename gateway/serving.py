@@ -17,14 +17,23 @@ The workers' states live in a process of the manager's own (a ``multiprocessing`
 When it dies (killed), no worker can be supervised any more: the gateway stops every worker
 and exits 1, after one line in its log, so that its service manager starts it again (systemd's
 ``Restart=always``, docs/operating/fleet.md#hosts), where it ended in a traceback.
+
+A worker keeps every stop signal (:func:`keep_stop_signals`). Sanic stops a worker by SIGINT
+through its event loop's signal handler, and uvloop drops a signal that arrives while its loop is
+paused: between the ``run_until_complete`` calls of a worker's start, one of which asks the
+manager's state process over a pipe. A Ctrl-C sent as the gateway first answered could so leave
+the worker serving, and ``fxev serve`` waiting for it, forever.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+import signal
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sanic import Sanic
@@ -38,6 +47,7 @@ if TYPE_CHECKING:
     from gateway.shipping import Shipper
 
 RESTART_EVERY_S = 1.0  # the least time between two restarts of one worker
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what Sanic stops a worker by
 STATE_LOST = threading.Event()  # the workers' state process died: stop, and exit 1
 DEAD = (ProcessState.FAILED, ProcessState.COMPLETED)  # what a sync makes of a process gone
 
@@ -54,7 +64,7 @@ def serve_factory(
     ``shipper`` (fleet mode) runs in the main process alone, one per host, not per worker: it
     starts with it and ships once more after every worker stopped
     (docs/operating/ledger.md#shipping)."""
-    loader = AppLoader(factory=factory)
+    loader = AppLoader(factory=partial(worker_app, factory))
     app = loader.load()
     app.prepare(
         host=host,
@@ -70,6 +80,34 @@ def serve_factory(
     Sanic.serve(primary=app, app_loader=loader)
     if STATE_LOST.is_set():
         raise SystemExit(1)
+
+
+def worker_app(factory: Callable[[], Sanic]) -> Sanic:
+    """The app ``factory`` builds, keeping every stop signal once it serves."""
+    app = factory()
+
+    @app.after_server_start  # after Sanic set its own handlers, with the loop running
+    async def keep_signals(app: Sanic, loop: asyncio.AbstractEventLoop) -> None:
+        keep_stop_signals(loop, partial(app.stop, terminate=False))
+
+    return app
+
+
+def keep_stop_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+    """Call ``stop`` on ``loop`` at the first stop signal, even one that arrives while the
+    loop is paused. The loop's own handler (uvloop's) is replaced by a plain one that queues
+    ``stop`` on the loop: it runs at once if the loop runs, or as soon as it runs again. Later
+    signals are ignored; the manager kills a worker on a second Ctrl-C."""
+    signalled: list[int] = []  # no lock: a handler may interrupt itself
+
+    def on_signal(signum: int, frame: object) -> None:
+        if not signalled:
+            signalled.append(signum)
+            loop.call_soon_threadsafe(stop)
+
+    for signum in STOP_SIGNALS:
+        loop.remove_signal_handler(signum)
+        signal.signal(signum, on_signal)
 
 
 def supervise(app: Sanic) -> None:
