@@ -19,7 +19,8 @@ only the edge can make, each carrying the installation's edge credential (``X-Fx
     ``INVALID_PARAMS``), one over its size limits (``too_large``: the same code, its own
     message) or one whose method it does not take (``not_allowed``: 405
     ``METHOD_NOT_ALLOWED``), for a request nginx refused itself: the API's body with a fresh
-    request id and its ``Repr-Digest``, which nginx cannot hash.
+    request id and its ``Repr-Digest``: the gateway words the API's answers (nginx writes the
+    same when no gateway answers).
     Nothing is counted or recorded: no token was read, as for the gateway's own refusals.
 The cache fill (the original request, with ``X-Fxev-Admitted`` and ``X-Fxev-Expect``)
     Admitted and recorded by the auth step under the request id it names, so neither checked

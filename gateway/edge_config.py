@@ -1,7 +1,8 @@
 """The shipped edge's nginx configuration (``fxev edge config``), as one pure function.
 
 :func:`edge_config` renders a complete ``nginx.conf`` for Debian's nginx (it needs
-``auth_request``, ``proxy_cache`` and ``gzip``, all in Debian's ``nginx`` package) from the text
+``auth_request``, ``proxy_cache`` and ``gzip``, all in Debian's ``nginx`` package, and loads its
+embedded Perl, ``libnginx-mod-http-perl``, to hash the answers nginx writes itself) from the text
 in :mod:`gateway.edge_nginx`, commented line by line; docs/operating/edge.md explains it.
 Relative paths (pid, temporary files) are under the prefix nginx is started with (``nginx -p DIR
 -c FILE``), so one host can run several. The text holds the edge's credential: keep the file

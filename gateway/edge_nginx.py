@@ -6,6 +6,7 @@ or a value goes; :func:`gateway.edge_config.edge_config` fills them and checks t
 from __future__ import annotations
 
 from gateway.edge_maps import MAPS
+from gateway.edge_own import OWN_BLOCKS
 
 # Pass-through: the client's request as it came, to any gateway; the edge's own headers, if a
 # client sent them, are blanked (an empty value is not sent). X-Fxev-Passed, the credential,
@@ -58,54 +59,15 @@ _SECOND_REDIRECT = """\
             # the full auth step's refusal after the lane's).
             recursive_error_pages on;"""
 
-# What nginx answers by itself (no gateway answered, or it refused the request): the API's JSON
-# error body, with a fresh request id of its own, never cached.
-_OWN_ANSWER = """\
-            default_type application/json;
-            add_header X-Request-Id $fxev_own_request_id always;
-            add_header Cache-Control no-store always;
-            add_header X-Cache PASS always;"""
-
-# A refusal asked of a gateway: none of the client's headers (nginx could not read them all)
-# and no body, only the edge's credential; an answer other than the refusal (none, or a gateway
-# that does not know the credential yet) is intercepted, and nginx writes the refusal itself.
-_REFUSAL = """\
-            add_header X-Cache PASS always;
-@@DIGEST@@
-            proxy_intercept_errors on;
-            proxy_pass_request_headers off;
-            proxy_pass_request_body off;
-            proxy_set_header Content-Length "";  # else the client's length, with no body
-            proxy_set_header Host $proxy_host;
-            proxy_set_header Connection "";
-            proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
-            proxy_pass http://fxev_gateways;"""
-
-
-def _asked(name: str, status: int) -> str:
-    """The locations of one of nginx's own refusals: ``/_fxev_<name>`` (internal: asked from
-    outside, the gateway's own 404), which asks a gateway's refusal route for the answer of
-    ``status``, and falls back to ``@fxev_<name>_here`` (nginx's own text) if none gives it."""
-    return f"""\
-        location = /_fxev_{name} {{
-            internal;
-            error_page 404 = @fxev_pass;
-            error_page 418 ={status} @fxev_{name};
-            return 418;
-        }}
-        location @fxev_{name} {{
-            rewrite ^ @@REFUSAL_PREFIX@@{name}? break;
-@@REFUSAL@@
-            error_page 404 500 502 503 504 ={status} @fxev_{name}_here;
-        }}"""
-
-
 TEMPLATE = """\
 # fxev's edge: nginx in front of the gateways (docs/operating/edge.md). Made by
 # `fxev edge config`. It holds the edge's credential: keep this file private (mode 0600).
 # Run it with a prefix of its own: nginx -p /var/lib/fxev-edge -c /etc/fxev/edge.conf
 worker_processes auto;
 pid nginx.pid;
+# nginx's embedded Perl (Debian's libnginx-mod-http-perl), for one thing: the Repr-Digest of the
+# answers nginx writes itself ($fxev_own_digest below).
+load_module /usr/lib/nginx/modules/ngx_http_perl_module.so;
 events { worker_connections 4096; }
 
 http {
@@ -127,6 +89,7 @@ http {
     # No ranges: every answer is the whole body the ledger hashed.
     max_ranges 0;
 
+@@OWN_DIGEST@@
     # The gateways. A gateway that fails a connection is left out for 5 s (health by failure);
     # a GET that failed on one is retried once on another (proxy_next_upstream below).
     upstream fxev_gateways {
@@ -258,36 +221,7 @@ http {
 @@UPSTREAM_HEADERS@@
             proxy_pass http://fxev_gateways;
         }
-        # No gateway answered: the API's 503 body (no detail: DECISIONS 9), retryable.
-        location @fxev_down {
-@@OWN_ANSWER@@
-            set $fxev_down '{"code":"INTERNAL","message":"Internal error.","request_id":';
-            return 503 '$fxev_down"$fxev_own_request_id","retryable":true}';
-        }
-        # nginx's own refusals (above): asked from outside, the gateway's own 404; else the
-        # gateway's 400 and 405 answers, asked of a gateway's refusal route (the API's body
-        # with its Repr-Digest, which nginx cannot hash; nothing counted or recorded) or, if no
-        # gateway gives them, written here.
-@@MALFORMED_ASKED@@
-        location @fxev_malformed_here {
-@@OWN_ANSWER@@
-            set $fxev_bad '{"code":"INVALID_PARAMS","message":"The request is malformed.",';
-            return 200 '$fxev_bad"request_id":"$fxev_own_request_id","retryable":false}';
-        }
-@@TOO_LARGE_ASKED@@
-        location @fxev_too_large_here {
-@@OWN_ANSWER@@
-            set $fxev_bad '{"code":"INVALID_PARAMS","message":"@@TOO_LARGE@@",';
-            return 200 '$fxev_bad"request_id":"$fxev_own_request_id","retryable":false}';
-        }
-@@NOT_ALLOWED_ASKED@@
-        location @fxev_not_allowed_here {
-@@OWN_ANSWER@@
-            add_header Allow "GET, HEAD" always;
-            set $fxev_bad '{"code":"METHOD_NOT_ALLOWED","message":';
-            set $fxev_bad '$fxev_bad"Only GET and HEAD are allowed.","request_id":';
-            return 200 '$fxev_bad"$fxev_own_request_id","retryable":false}';
-        }
+@@OWN_LOCATIONS@@
     }
 }
 """
@@ -385,15 +319,11 @@ BLOCKS = {
     "DIGEST": _DIGEST,
     "STRIP": _STRIP,
     "UPSTREAM_HEADERS": _UPSTREAM_HEADERS,
-    "OWN_ANSWER": _OWN_ANSWER,
     "VALIDATOR": _VALIDATOR,
     "MAPS": MAPS,
     "SECOND_REDIRECT": _SECOND_REDIRECT,
-    "REFUSAL": _REFUSAL,
     "BODY_OVER": _BODY_OVER,
-    "MALFORMED_ASKED": _asked("malformed", 400),
-    "TOO_LARGE_ASKED": _asked("too_large", 400),
-    "NOT_ALLOWED_ASKED": _asked("not_allowed", 405),
+    **OWN_BLOCKS,
 }
 DIRECT_BLOCKS = {"CHECK": FULL_STEP, "LANE_UPSTREAM": "", "LANE_LOCATIONS": ""}
 LANE_BLOCKS = {"CHECK": LANE_STEP, "LANE_UPSTREAM": LANE_UPSTREAM, "LANE_LOCATIONS": LANE_LOCATIONS}

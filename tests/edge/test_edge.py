@@ -379,18 +379,23 @@ def test_with_every_gateway_down_the_edge_answers_its_own_retryable_503(
     gateway answering, the edge answers the API's 503 `INTERNAL` itself, retryable, with a fresh
     request id, on a cached route as on a passed one (then the gateways come back). Its own
     refusals, which a gateway writes while one answers, it then writes itself: the API's 400
-    and 405, with the gateway's messages, without the `Repr-Digest` nginx cannot compute."""
+    and 405, with the gateway's messages. DECISIONS 9: "Every response with a body carries
+    `Repr-Digest`" of that body: these too (formerly none, said to be beyond nginx). A client
+    accepting gzip gets the same: nginx compresses none of these."""
     token = topology.token()
     assert cached(topology, AS_OF).status_code == 200
     ports = [int(gateway.base_url.rsplit(":", 1)[1]) for gateway in topology.gateways]
     for gateway in topology.gateways:
         gateway.kill()
     try:
-        for path in (AS_OF, LATEST):
-            resp = topology.get(path, token, **IDENTITY)
+        for path, accept in ((AS_OF, IDENTITY), (LATEST, IDENTITY), (LATEST, {})):
+            resp = topology.get(path, token, **accept)
             body = assert_api_error(resp, 503, "INTERNAL")
             assert body["message"] == "Internal error."
-            assert resp.headers["X-Cache"] == "PASS"
+            assert resp.headers["X-Cache"] == "PASS" and "Content-Encoding" not in resp.headers
+            assert resp.headers["Repr-Digest"] == repr_digest(
+                hashlib.sha256(resp.content).hexdigest()
+            ), path
         for line, status, code, message in (
             (b"GET /v1/evidence/%zz HTTP/1.1", 400, "INVALID_PARAMS", MALFORMED),
             (b"GET /v1/coverage?" + b"x" * 9000 + b" HTTP/1.1", 400, "INVALID_PARAMS", TOO_LARGE),
@@ -401,7 +406,10 @@ def test_with_every_gateway_down_the_edge_answers_its_own_retryable_503(
             refused = raw.json()
             assert (refused["code"], refused["request_id"]) == (code, raw.headers["x-request-id"])
             assert refused["message"] == message
-            assert raw.headers["x-cache"] == "PASS" and "repr-digest" not in raw.headers
+            assert raw.headers["x-cache"] == "PASS"
+            assert raw.headers["repr-digest"] == repr_digest(
+                hashlib.sha256(raw.body).hexdigest()
+            ), line
     finally:
         for gateway, port in zip(topology.gateways, ports, strict=True):
             gateway.start(port)  # where the edge's configuration names it
