@@ -87,8 +87,8 @@ def worker_app(factory: Callable[[], Sanic]) -> Sanic:
     app = factory()
 
     @app.after_server_start  # after Sanic set its own handlers, with the loop running
-    async def keep_signals(app: Sanic, loop: asyncio.AbstractEventLoop) -> None:
-        keep_stop_signals(loop, partial(app.stop, terminate=False))
+    async def keep_signals(app: Sanic) -> None:
+        keep_stop_signals(asyncio.get_running_loop(), partial(app.stop, terminate=False))
 
     return app
 
