@@ -6,7 +6,8 @@ text, with the status, reason and every response header as received. A fetch eit
 whatever bytes arrived, so the caller can record the failure with its evidence.
 
 A non-2xx answer is ``fuente_no_disponible`` whatever its body's size or form (status before
-size), its bytes kept up to the cap. One request, connect to last byte and redirects included,
+size), its bytes kept up to the cap; so is a 206, a part of the file though fxev asks for no
+range, its bytes kept as truncated. One request, connect to last byte and redirects included,
 ends by ``deadline_s`` (``FXEV_CAPTURE_DEADLINE_S``): per-read timeouts cannot do that against a
 source dripping one byte at a time, so a :class:`Deadline`'s watchdog shuts down every socket the
 fetch opened, waking any blocked read; the bytes received so far are the failure's evidence,
@@ -38,6 +39,7 @@ CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 30.0
 DEFAULT_DEADLINE_S = 60.0  # FXEV_CAPTURE_DEADLINE_S's default
 _CHUNK = 64 * 1024
+PARTIAL_CONTENT = 206  # never asked for: no request of fxev's has a Range header
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -145,18 +147,32 @@ def _exchange(
         raise FetchFailure("fuente_no_disponible", f"unreachable: {exc}") from exc
     received_at = datetime.now(UTC)  # the machine's real clock, never FXEV_NOW
     status = f"HTTP {response.status_code} {response.reason or ''}".rstrip()
+    if response.status_code == PARTIAL_CONTENT:
+        status += " (a part of the file, though fxev asks for no range)"
     try:
         exchange = _read(response, deadline, method, url, max_body_bytes, received_at)
     except FetchFailure as failure:
-        if 200 <= response.status_code < 300:
+        if _is_whole(response.status_code):
             raise
         # Status before size: a non-2xx answer is the source being down, whatever its body.
         message = f"{status}; {failure.message}"
-        raise FetchFailure("fuente_no_disponible", message, failure.exchange) from failure
+        raise FetchFailure("fuente_no_disponible", message, _as_kept(failure.exchange)) from failure
     finally:
         response.close()
-    if not 200 <= exchange.status < 300:
-        raise FetchFailure("fuente_no_disponible", status, exchange)
+    if not _is_whole(exchange.status):
+        raise FetchFailure("fuente_no_disponible", status, _as_kept(exchange))
+    return exchange
+
+
+def _is_whole(status: int) -> bool:
+    """Whether an answer of ``status`` is the source's whole file: a 2xx but 206."""
+    return 200 <= status < 300 and status != PARTIAL_CONTENT
+
+
+def _as_kept(exchange: HttpExchange | None) -> HttpExchange | None:
+    """A failed answer as its evidence: a 206's bytes are a part, so truncated."""
+    if exchange is not None and exchange.status == PARTIAL_CONTENT:
+        return dataclasses.replace(exchange, truncated=True)
     return exchange
 
 

@@ -213,3 +213,31 @@ def test_a_non_2xx_answer_that_cannot_be_decompressed_is_fuente_no_disponible(
     assert [alert.tipo for alert in result.alertas] == ["fuente_no_disponible"]
     evidence, kept = the_evidence(stores, result)
     assert (evidence.http_status, kept) == (502, b"<html>not gzip at all</html>")
+
+
+@pytest.mark.parametrize(
+    ("body", "headers"),
+    [
+        (DOCUMENTED, [("Content-Type", "text/plain"), ("Content-Range", "bytes 0-24/400")]),
+        (HTML, [("Content-Type", "text/html")]),
+    ],
+    ids=["a-valid-line", "html-over-the-cap"],
+)
+def test_a_206_never_asked_for_is_fuente_no_disponible_its_bytes_a_part(
+    body: bytes, headers: list[tuple[str, str]], capture: Capture, stores: Stores
+) -> None:
+    """fxev sends no Range, so a 206 Partial Content is a part of the file, not the file the
+    source published: the source failing, never an observation, however valid its bytes
+    (formerly read as the whole file: a `nueva` observation from a part). Status before size:
+    a 206 over the cap is the same failure, not a format change. The bytes are kept, marked
+    truncated."""
+    result = capture(body=body, status=206, headers=headers)
+
+    assert result.outcome == "fallo"
+    assert [item.observacion_id for item in result.observaciones] == [None]
+    (alert,) = result.alertas
+    assert alert.tipo == "fuente_no_disponible"
+    assert alert.detalle["mensaje"].startswith("HTTP 206 Partial Content (a part of the file")
+    evidence, kept = the_evidence(stores, result)
+    assert (evidence.http_status, evidence.truncated) == (206, True)
+    assert kept == body[: 1024 * 1024]
