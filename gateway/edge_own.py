@@ -14,7 +14,7 @@ from __future__ import annotations
 OWN_ANSWER = """\
             default_type application/json;
             add_header X-Request-Id $fxev_own_request_id always;
-            add_header Repr-Digest $fxev_own_digest always;
+            add_header Repr-Digest $fxev_own_repr_digest always;
             add_header Cache-Control no-store always;
             add_header X-Cache PASS always;"""
 
@@ -54,6 +54,11 @@ def asked(name: str, status: int) -> str:
 
 # At the http level: nginx's embedded Perl hashes what nginx writes itself.
 OWN_DIGEST = """\
+    # A HEAD answer has no body and no Repr-Digest, as from a gateway (nor is Perl run for it).
+    map $request_method $fxev_own_repr_digest {
+        HEAD "";
+        default $fxev_own_digest;
+    }
     # The Repr-Digest (RFC 9530, as a gateway writes it) of the body nginx writes itself, which
     # names a fresh request id: its SHA-256 in base64, padded. Read only where it is added.
     perl_set $fxev_own_digest 'sub {

@@ -410,6 +410,17 @@ def test_with_every_gateway_down_the_edge_answers_its_own_retryable_503(
             assert raw.headers["repr-digest"] == repr_digest(
                 hashlib.sha256(raw.body).hexdigest()
             ), line
+        # A HEAD has no body, and so no Repr-Digest (docs/decisions.md), as from a gateway.
+        head = requests.head(
+            topology.edge.base_url + LATEST,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=20,
+        )
+        assert (head.status_code, head.content) == (503, b"")
+        assert "X-Request-Id" in head.headers and "Repr-Digest" not in head.headers
+        line = b"HEAD /v1/evidence/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        raw = exchange(topology.edge.base_url, line)
+        assert (raw.status, raw.body) == (400, b"") and "repr-digest" not in raw.headers
     finally:
         for gateway, port in zip(topology.gateways, ports, strict=True):
             gateway.start(port)  # where the edge's configuration names it
