@@ -28,6 +28,7 @@ the worker serving, and ``fxev serve`` waiting for it, forever.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import signal
 import threading
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 RESTART_EVERY_S = 1.0  # the least time between two restarts of one worker
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what Sanic stops a worker by
+FIRST = 1_000  # the priority of a listener run before the app's own (priority 0)
 STATE_LOST = threading.Event()  # the workers' state process died: stop, and exit 1
 DEAD = (ProcessState.FAILED, ProcessState.COMPLETED)  # what a sync makes of a process gone
 
@@ -83,13 +85,15 @@ def serve_factory(
 
 
 def worker_app(factory: Callable[[], Sanic]) -> Sanic:
-    """The app ``factory`` builds, keeping every stop signal once it serves."""
+    """The app ``factory`` builds, keeping every stop signal once it serves: from the first
+    listener after its start (Sanic has set its own handlers then, and the loop runs), before
+    any of the app's own, which a signal could otherwise interrupt."""
     app = factory()
 
-    @app.after_server_start  # after Sanic set its own handlers, with the loop running
     async def keep_signals(app: Sanic) -> None:
         keep_stop_signals(asyncio.get_running_loop(), partial(app.stop, terminate=False))
 
+    app.listener(keep_signals, "after_server_start", priority=FIRST)
     return app
 
 
@@ -97,17 +101,22 @@ def keep_stop_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None])
     """Call ``stop`` on ``loop`` at the first stop signal, even one that arrives while the
     loop is paused. The loop's own handler (uvloop's) is replaced by a plain one that queues
     ``stop`` on the loop: it runs at once if the loop runs, or as soon as it runs again. Later
-    signals are ignored; the manager kills a worker on a second Ctrl-C."""
-    signalled: list[int] = []  # no lock: a handler may interrupt itself
+    signals are ignored; the manager kills a worker on a second Ctrl-C. The signals are held
+    back while the handlers change: between the loop's removal (which puts back the default,
+    that would end the worker at once) and this one, one would otherwise be lost."""
+    signals = itertools.count()  # read and counted in one call, which a handler cannot split
 
     def on_signal(signum: int, frame: object) -> None:
-        if not signalled:
-            signalled.append(signum)
+        if next(signals) == 0:
             loop.call_soon_threadsafe(stop)
 
-    for signum in STOP_SIGNALS:
-        loop.remove_signal_handler(signum)
-        signal.signal(signum, on_signal)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
+            signal.signal(signum, on_signal)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # one held back comes now, to on_signal
 
 
 def supervise(app: Sanic) -> None:
