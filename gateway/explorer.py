@@ -47,7 +47,7 @@ from gateway.errors import (
 )
 from gateway.freshness import frescura
 from gateway.ledgering import ledgered
-from gateway.reading import hoy_lima, latest_dates, published, tree
+from gateway.reading import alert_list, hoy_lima, latest_dates, published, tree
 from gateway.sending import send
 
 HTML = "text/html; charset=utf-8"
@@ -187,12 +187,12 @@ def base_url(request: Request) -> str:
     return f"{request.scheme}://{request.host}"
 
 
-def live_parts(request: Request, body: bytes) -> dict[bytes, bytes]:
+async def live_parts(request: Request, body: bytes) -> dict[bytes, bytes]:
     parts: dict[bytes, bytes] = {}
     if pages.BASE_URL_MARKER in body:
         parts[pages.BASE_URL_MARKER] = str(escape(base_url(request))).encode()
     if pages.ALERTS_MARKER in body:
-        alerts = [a.to_json() for a in request.app.ctx.alerts.list(open_only=True)]
+        alerts = [a.to_json() for a in await alert_list(request)]
         parts[pages.ALERTS_MARKER] = pages.alerts_panel(alerts)
     if pages.FRESHNESS_MARKER in body:
         parts[pages.FRESHNESS_MARKER] = pages.freshness_panel(freshness_entries(request))
@@ -218,7 +218,7 @@ def explorer_pages(request: Request) -> ExplorerReader:
     return reader
 
 
-def built_page(request: Request, relative: str) -> HTTPResponse:
+async def built_page(request: Request, relative: str) -> HTTPResponse:
     """The page built for the revision the API serves (``builder.tree.explorer``). A build
     removes the previous revision's pages once the pointer has moved: then ask it again."""
     route = page_file(relative)
@@ -230,45 +230,45 @@ def built_page(request: Request, relative: str) -> HTTPResponse:
             break
     if body is None:
         raise NotFound("No such page in the explorer.")
-    return html(request, fill_markers(body, live_parts(request, body)))
+    return html(request, fill_markers(body, await live_parts(request, body)))
 
 
 async def home(request: Request) -> HTTPResponse:
     published(request)  # 503 before the first build
-    return built_page(request, "index.html")
+    return await built_page(request, "index.html")
 
 
 async def series(request: Request, serie: str) -> HTTPResponse:
     if not SERIES_SEGMENT.match(serie):
         raise NotFound("No such series.")
-    return built_page(request, f"serie/{serie}/index.html")
+    return await built_page(request, f"serie/{serie}/index.html")
 
 
 async def series_year(request: Request, serie: str, year: str) -> HTTPResponse:
     if not SERIES_SEGMENT.match(serie) or not YEAR.match(year):
         raise NotFound("No such series or year.")
-    return built_page(request, f"serie/{serie}/{year}.html")
+    return await built_page(request, f"serie/{serie}/{year}.html")
 
 
 async def coverage_year(request: Request, serie: str, year: str) -> HTTPResponse:
     if not SERIES_SEGMENT.match(serie) or not YEAR.match(year):
         raise NotFound("No such series or year.")
-    return built_page(request, f"cobertura/{serie}/{year}.html")
+    return await built_page(request, f"cobertura/{serie}/{year}.html")
 
 
 async def observation(request: Request, obs_id: str) -> HTTPResponse:
     obs_id = params.path_uuid("obs_id", obs_id)
-    return built_page(request, f"observacion/{obs_id}.html")
+    return await built_page(request, f"observacion/{obs_id}.html")
 
 
 async def revisions(request: Request) -> HTTPResponse:
-    return built_page(request, "revisiones/index.html")
+    return await built_page(request, "revisiones/index.html")
 
 
 async def revisions_page(request: Request, number: str) -> HTTPResponse:
     if not PAGE_NUMBER.match(number):
         raise NotFound("No such page of the revision log.")
-    return built_page(request, f"revisiones/{number}.html")
+    return await built_page(request, f"revisiones/{number}.html")
 
 
 async def evidence(request: Request, ev_id: str) -> HTTPResponse:

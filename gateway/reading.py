@@ -1,14 +1,17 @@
 """What a handler reads, for the API's routes and the explorer's alike: the published revision
-(or 503 before the first build), the tree, the parsed query string and today in Lima."""
+(or 503 before the first build), the tree, the parsed query string, today in Lima and the
+alerts."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import date
 
 from sanic import Request
 
 from builder.core.business_days import today_in_lima
 from builder.core.settings import Settings
+from builder.ops.alerts import Alert
 from builder.tree.reader import TreeReader
 from gateway import params
 from gateway.errors import NotReady
@@ -47,3 +50,16 @@ def latest_dates(tree: TreeReader, revision: int) -> list[tuple[str, str]]:
         if ref is not None:
             found.append((serie, ref.fecha_serie))
     return found
+
+
+async def alert_list(request: Request, open_only: bool = True) -> list[Alert]:
+    """The alerts served, newest first (open ones only by default): on one host from the alert
+    store; in fleet mode from Redis, read in a thread so that a worker whose Redis stalls goes
+    on serving meanwhile (docs/operating/fleet.md#failures); Redis unreachable is 503."""
+    alerts = request.app.ctx.alerts
+    listed: list[Alert] = (
+        await asyncio.to_thread(alerts.list, open_only)
+        if request.app.ctx.fleet is not None
+        else alerts.list(open_only)
+    )
+    return listed

@@ -22,7 +22,7 @@ from gateway.errors import NoObservations, NotFound
 from gateway.freshness import frescura, freshness_entry
 from gateway.logroutes import log_checkpoint, log_key, log_rows, log_tile
 from gateway.published import Published, PublishedView
-from gateway.reading import hoy_lima, latest_dates, published, query, tree
+from gateway.reading import alert_list, hoy_lima, latest_dates, published, query, tree
 from gateway.sending import Handler, send, send_immutable, x_request_id
 
 PAGE_SIZE = 366
@@ -219,7 +219,7 @@ async def coverage(request: Request) -> HTTPResponse:
 async def alerts(request: Request) -> HTTPResponse:
     pub = published(request)
     open_only = params.alerts_open(query(request))
-    items = [alert.to_json() for alert in request.app.ctx.alerts.list(open_only=open_only)]
+    items = [alert.to_json() for alert in await alert_list(request, open_only)]
     return send(request, envelope.listing_body(items, pub.revision, x_request_id(request)))
 
 
@@ -240,7 +240,7 @@ async def health_freshness(request: Request) -> HTTPResponse:
     ]
     value = {
         "series": entries,
-        "alertas_abiertas": len(request.app.ctx.alerts.list(open_only=True)),
+        "alertas_abiertas": len(await alert_list(request)),
         "hoy_lima": today.isoformat(),
         "ntp": ntp_state(),
     }

@@ -6,7 +6,9 @@ What two gateways sharing one Redis must do is tested on the whole topology
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -105,3 +107,53 @@ def test_the_awaited_token_check_answers_as_the_blocking_one_and_counts_nothing(
             await gate.aclose()
 
     asyncio.run(scenario())
+
+
+def test_a_stalled_redis_never_holds_the_event_loop_while_alerts_are_read(
+    redis_server: RedisServer,
+) -> None:
+    """docs/operating/fleet.md#failures: with Redis stalled, "the requests waiting on it get
+    the same 503 ... and their workers go on serving meanwhile". ``/v1/alerts``,
+    ``/v1/health/freshness`` and the explorer read the alert state from Redis; that read ran on
+    the worker's event loop (a blocking call), which then served nothing until it timed out
+    (about 2 s: one retry). Read in a thread, the loop keeps turning: here a ticker on the same
+    loop never waits much longer than its own 10 ms while Redis is stopped (SIGSTOP, by PID)."""
+    from types import SimpleNamespace
+
+    from gateway.errors import NotReady
+    from gateway.fleet_limits import FleetAlerts, connect
+    from gateway.reading import alert_list
+
+    client = connect(redis_server.url)
+    alerts = FleetAlerts(client)
+    request = SimpleNamespace(app=SimpleNamespace(ctx=SimpleNamespace(alerts=alerts, fleet=True)))
+    assert redis_server.service is not None and redis_server.service.process is not None
+    pid = redis_server.service.process.pid
+
+    async def scenario() -> float:
+        gaps: list[float] = []
+
+        async def ticker() -> None:
+            loop = asyncio.get_running_loop()
+            while True:
+                before = loop.time()
+                await asyncio.sleep(0.01)
+                gaps.append(loop.time() - before)
+
+        ticking = asyncio.create_task(ticker())
+        await asyncio.sleep(0.05)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(NotReady):
+                await alert_list(request)  # type: ignore[arg-type]
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        await asyncio.sleep(0.05)  # the tick that waited across the read, if the read held it
+        ticking.cancel()
+        return max(gaps)
+
+    try:
+        longest = asyncio.run(scenario())
+    finally:
+        client.close()
+    assert longest < 0.5, f"the event loop was held {longest:.2f} s"
