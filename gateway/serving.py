@@ -102,8 +102,8 @@ def keep_stop_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None])
     loop is paused. The loop's own handler (uvloop's) is replaced by a plain one that queues
     ``stop`` on the loop: it runs at once if the loop runs, or as soon as it runs again. Later
     signals are ignored; the manager kills a worker on a second Ctrl-C. The signals are held
-    back while the handlers change: between the loop's removal (which puts back the default,
-    that would end the worker at once) and this one, one would otherwise be lost."""
+    back while the handlers change: one that came between the loop's removal (which puts back
+    Python's default) and this one would otherwise end the worker at once."""
     signals = itertools.count()  # read and counted in one call, which a handler cannot split
 
     def on_signal(signum: int, frame: object) -> None:
