@@ -156,24 +156,17 @@ def _exchange(
             raise
         # Status before size: a non-2xx answer is the source being down, whatever its body.
         message = f"{status}; {failure.message}"
-        raise FetchFailure("fuente_no_disponible", message, _as_kept(failure.exchange)) from failure
+        raise FetchFailure("fuente_no_disponible", message, failure.exchange) from failure
     finally:
         response.close()
     if not _is_whole(exchange.status):
-        raise FetchFailure("fuente_no_disponible", status, _as_kept(exchange))
+        raise FetchFailure("fuente_no_disponible", status, exchange)
     return exchange
 
 
 def _is_whole(status: int) -> bool:
     """Whether an answer of ``status`` is the source's whole file: a 2xx but 206."""
     return 200 <= status < 300 and status != PARTIAL_CONTENT
-
-
-def _as_kept(exchange: HttpExchange | None) -> HttpExchange | None:
-    """A failed answer as its evidence: a 206's bytes are a part, so truncated."""
-    if exchange is not None and exchange.status == PARTIAL_CONTENT:
-        return dataclasses.replace(exchange, truncated=True)
-    return exchange
 
 
 def _wire_headers(response: requests.Response) -> tuple[tuple[str, str], ...]:
@@ -216,6 +209,7 @@ def _read(
     ended = False  # the body was read to its end
 
     def exchange(body: bytes, truncated: bool = False) -> HttpExchange:
+        truncated = truncated or status == PARTIAL_CONTENT  # a 206's bytes are only a part
         return HttpExchange(method, url, status, reason, headers, body, truncated, received_at)
 
     def kept() -> bytes:
