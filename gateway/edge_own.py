@@ -34,10 +34,12 @@ REFUSAL = """\
             proxy_pass http://fxev_gateways;"""
 
 
-def asked(name: str, status: int) -> str:
+def refused(name: str, status: int, code: str, message: str, extra: str = "") -> str:
     """The locations of one of nginx's own refusals: ``/_fxev_<name>`` (internal: asked from
     outside, the gateway's own 404), which asks a gateway's refusal route for the answer of
-    ``status``, and falls back to ``@fxev_<name>_here`` (nginx's own text) if none gives it."""
+    ``status``, and falls back to ``@fxev_<name>_here`` if none gives it: nginx's own text, the
+    API's body of ``code`` and ``message`` (escaped for nginx's single quotes), and ``extra``
+    lines."""
     return f"""\
         location = /_fxev_{name} {{
             internal;
@@ -49,6 +51,13 @@ def asked(name: str, status: int) -> str:
             rewrite ^ @@REFUSAL_PREFIX@@{name}? break;
 @@REFUSAL@@
             error_page 404 500 502 503 504 ={status} @fxev_{name}_here;
+        }}
+        location @fxev_{name}_here {{
+@@OWN_ANSWER@@{extra}
+            set $fxev_own_body '{{"code":"{code}","message":"{message}",';
+            set $fxev_own_body '$fxev_own_body"request_id":"$fxev_own_request_id",';
+            set $fxev_own_body '$fxev_own_body"retryable":false}}';
+            return 200 $fxev_own_body;
         }}"""
 
 
@@ -81,37 +90,21 @@ OWN_LOCATIONS = """\
         # with its Repr-Digest; nothing counted or recorded) or, if no gateway gives them,
         # written here, the same.
 @@MALFORMED_ASKED@@
-        location @fxev_malformed_here {
-@@OWN_ANSWER@@
-            set $fxev_own_body '{"code":"INVALID_PARAMS","message":"The request is malformed.",';
-            set $fxev_own_body '$fxev_own_body"request_id":"$fxev_own_request_id",';
-            set $fxev_own_body '$fxev_own_body"retryable":false}';
-            return 200 $fxev_own_body;
-        }
 @@TOO_LARGE_ASKED@@
-        location @fxev_too_large_here {
-@@OWN_ANSWER@@
-            set $fxev_own_body '{"code":"INVALID_PARAMS","message":"@@TOO_LARGE@@",';
-            set $fxev_own_body '$fxev_own_body"request_id":"$fxev_own_request_id",';
-            set $fxev_own_body '$fxev_own_body"retryable":false}';
-            return 200 $fxev_own_body;
-        }
-@@NOT_ALLOWED_ASKED@@
-        location @fxev_not_allowed_here {
-@@OWN_ANSWER@@
-            add_header Allow "GET, HEAD" always;
-            set $fxev_own_body '{"code":"METHOD_NOT_ALLOWED","message":';
-            set $fxev_own_body '$fxev_own_body"Only GET and HEAD are allowed.","request_id":';
-            set $fxev_own_body '$fxev_own_body"$fxev_own_request_id","retryable":false}';
-            return 200 $fxev_own_body;
-        }"""
+@@NOT_ALLOWED_ASKED@@"""
 
 OWN_BLOCKS = {
     "OWN_DIGEST": OWN_DIGEST,
     "OWN_LOCATIONS": OWN_LOCATIONS,
     "OWN_ANSWER": OWN_ANSWER,
     "REFUSAL": REFUSAL,
-    "MALFORMED_ASKED": asked("malformed", 400),
-    "TOO_LARGE_ASKED": asked("too_large", 400),
-    "NOT_ALLOWED_ASKED": asked("not_allowed", 405),
+    "MALFORMED_ASKED": refused("malformed", 400, "INVALID_PARAMS", "The request is malformed."),
+    "TOO_LARGE_ASKED": refused("too_large", 400, "INVALID_PARAMS", "@@TOO_LARGE@@"),
+    "NOT_ALLOWED_ASKED": refused(
+        "not_allowed",
+        405,
+        "METHOD_NOT_ALLOWED",
+        "Only GET and HEAD are allowed.",
+        '\n            add_header Allow "GET, HEAD" always;',
+    ),
 }
