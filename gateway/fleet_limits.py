@@ -24,6 +24,8 @@ the Lima day and its end from :class:`gateway.ratelimit.LimaClock`.
 
 Redis unreachable: every call raises :class:`~gateway.errors.NotReady` (503 ``INTERNAL``,
 retryable); nothing passes unlimited. The client reconnects by itself on the next request.
+Redis stalled past :data:`TIMEOUT_S`: the same 503; a script Redis runs once it resumes, whose
+request it counted, is then taken back by :data:`UNDO` (:class:`gateway.redis_pipe.Undo`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from builder.ops.alerts import Alert
 from builder.ops.shared_alerts import NotShared, SharedAlerts
 from gateway.errors import NotReady
 from gateway.ratelimit import WINDOW_US, Decision, LimaClock, Limits, after_wait
-from gateway.redis_pipe import PipeError, PipelinedScript
+from gateway.redis_pipe import PipeError, PipelinedScript, Undo
 from tokens.redis_store import micros, record_of, token_key
 from tokens.store import TokenRecord, parse_token_id, token_hash
 
@@ -86,6 +88,25 @@ return {1, wait, t[4] or '', t[5] or '', t[6] or ''}
 """
 
 
+# Run after an ADMIT whose caller was answered 503 (Redis did not answer in time) and which Redis
+# ran once it resumed, counting the request: with the same KEYS and ARGV, it takes that count
+# back (the minute list's instant, if still there, and one from the day's counter).
+UNDO = """
+redis.call('LREM', KEYS[2], 1, ARGV[2])
+if tonumber(redis.call('GET', KEYS[3]) or '0') > 0 then redis.call('DECR', KEYS[3]) end
+return 1
+"""
+
+
+def counted(args: tuple[Any, ...], reply: Any) -> bool:
+    """Whether :data:`ADMIT`, called with ``args``, counted a request: its reply says the token
+    passed with no wait, and it was asked to count."""
+    return args[7] == "1" and reply[0] == 1 and reply[1] == 0
+
+
+UNDO_LATE = Undo(UNDO, counted)
+
+
 def minute_key(token_id: str) -> str:
     return "fxev:rl:{" + token_id + "}:min"
 
@@ -127,7 +148,7 @@ class RedisGate:
     def open(cls, url: str, limits: Limits) -> RedisGate:
         """In a worker, on its event loop: a client for each side (the ``/v1`` gate awaits its
         round trip; the few synchronous paths, such as the explorer's, block on theirs)."""
-        return cls(connect(url), limits, PipelinedScript(url, ADMIT, TIMEOUT_S))
+        return cls(connect(url), limits, PipelinedScript(url, ADMIT, TIMEOUT_S, UNDO_LATE))
 
     def close(self) -> None:
         self.client.close()

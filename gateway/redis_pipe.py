@@ -11,17 +11,44 @@ CPU per request than the rest of the gateway (docs/performance.md#fleet).
 A connection that fails fails the requests waiting on it (the caller answers 503); the next call
 connects again. A script Redis no longer knows (``NOSCRIPT``, after a restart) is sent once in
 full (``EVAL``), which loads it again.
+
+A connection whose Redis stops answering (stalled, not gone) fails its waiting requests after
+``timeout_s`` too, but it is only **retired**: new calls go to a new connection, while the old
+one stays open up to :data:`DRAIN_S` for the replies of the scripts already sent, which Redis
+runs once it resumes. For each such late reply an :class:`Undo`, when given, sends its script
+with the same keys and arguments on the same connection (so Redis runs it after the late one):
+the fleet's gate takes back a request it counted but its caller was answered 503 for
+(docs/operating/fleet.md#failures). A worker keeps at most :data:`RETIRED_MAX` retired
+connections; an older one is closed, and its late scripts are not taken back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
+import functools
 import hashlib
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import hiredis
+
+DRAIN_S = 60.0  # how long a retired connection waits for late replies (the minute window)
+RETIRED_MAX = 4  # retired connections kept per pipe; an older one is closed
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Undo:
+    """What undoes a call whose caller gave up before Redis answered: ``script``, run with the
+    call's keys and arguments when ``needed(args, reply)`` says the late reply changed state."""
+
+    script: str
+    needed: Callable[[tuple[Any, ...], Any], bool]
+
+
+Late = Callable[[Any], None]  # given the reply of a call whose caller gave up
 
 
 class PipeError(ConnectionError):
@@ -40,15 +67,19 @@ def command(*parts: bytes | str | int) -> bytes:
 class _Connection(asyncio.Protocol):
     """Requests written as they come, replies matched first in, first out. One timer per
     connection, not one per request: every ``timeout_s / 2`` while replies are awaited, a
-    connection whose oldest waiting request is older than ``timeout_s`` is closed, failing them
-    all (a ``wait_for`` per request cost more than the rest of the round trip)."""
+    connection whose oldest waiting request is older than ``timeout_s`` is retired, failing them
+    all (a ``wait_for`` per request cost more than the rest of the round trip). Each waiting
+    request may carry a ``late`` callback, given its reply if it comes after its caller gave up."""
 
     def __init__(self, timeout_s: float) -> None:
         self.reader = hiredis.Reader()
-        self.waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self.waiting: collections.deque[tuple[asyncio.Future[Any], Late | None]] = (
+            collections.deque()
+        )
         self.sent: collections.deque[float] = collections.deque()
         self.transport: asyncio.Transport | None = None
         self.lost = False
+        self.retired = False
         self.timeout_s = timeout_s
         self.loop = asyncio.get_running_loop()
         self.watching = False
@@ -60,25 +91,29 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
         while (reply := self.reader.gets()) is not False:
-            future = self.waiting.popleft()
+            future, late = self.waiting.popleft()
             self.sent.popleft()
-            if not future.done():  # a caller that timed out has gone: its reply is dropped
+            if not future.done():
                 future.set_result(reply)
+            elif late is not None:  # its caller gave up: Redis ran it late
+                late(reply)
+        if self.retired and not self.waiting:
+            self.close()  # every late reply is in, and every undo answered
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self.transport = None
         self.sent.clear()
         while self.waiting:
-            future = self.waiting.popleft()
+            future, _ = self.waiting.popleft()
             if not future.done():
                 future.set_exception(PipeError(f"connection to Redis lost: {exc or 'closed'}"))
 
-    def send(self, data: bytes) -> asyncio.Future[Any]:
+    def send(self, data: bytes, late: Late | None = None) -> asyncio.Future[Any]:
         if self.transport is None:
             raise PipeError("connection to Redis lost")
         future = self.loop.create_future()
-        self.waiting.append(future)
+        self.waiting.append((future, late))
         self.sent.append(self.loop.time())
         if not self.pending:
             self.loop.call_soon(self._flush)
@@ -94,12 +129,25 @@ class _Connection(asyncio.Protocol):
             self.transport.write(data)
 
     def _watch(self) -> None:
-        if self.sent and self.loop.time() - self.sent[0] > self.timeout_s:
-            self.close()  # Redis stopped answering: fail what waits, connect afresh
-        if self.sent and not self.lost:
+        if self.sent and not self.retired and self.loop.time() - self.sent[0] > self.timeout_s:
+            self.retire()  # Redis stopped answering: fail what waits, connect afresh
+        if self.sent and not self.lost and not self.retired:
             self.loop.call_later(self.timeout_s / 2, self._watch)
         else:
             self.watching = False
+
+    def retire(self) -> None:
+        """Fail every waiting request; keep reading (up to :data:`DRAIN_S`) only if a late
+        reply has a callback, else close."""
+        self.retired = True
+        error = PipeError(f"Redis did not answer within {self.timeout_s:g} s")
+        for future, _ in self.waiting:
+            if not future.done():
+                future.set_exception(error)
+        if any(late is not None for _, late in self.waiting):
+            self.loop.call_later(DRAIN_S, self.close)
+        else:
+            self.close()
 
     def close(self) -> None:
         if self.transport is not None:
@@ -108,9 +156,10 @@ class _Connection(asyncio.Protocol):
 
 class PipelinedScript:
     """``await call(keys, args)`` runs the script on the Redis at ``url`` (``redis://[:PASSWORD@]
-    HOST[:PORT][/DB]``); :class:`PipeError` when it cannot."""
+    HOST[:PORT][/DB]``); :class:`PipeError` when it cannot. With ``undo``, a call Redis runs
+    after its caller gave up is undone (the module's docstring)."""
 
-    def __init__(self, url: str, script: str, timeout_s: float) -> None:
+    def __init__(self, url: str, script: str, timeout_s: float, undo: Undo | None = None) -> None:
         parts = urlsplit(url)
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 6379
         self.password = unquote(parts.password) if parts.password else None
@@ -119,18 +168,24 @@ class PipelinedScript:
         self.script = script.encode()
         self.sha = hashlib.sha1(self.script).hexdigest().encode()
         self.timeout_s = timeout_s
+        self.undo = undo
         self._connection: _Connection | None = None
         self._connecting: asyncio.Lock | None = None
+        self._retired: collections.deque[_Connection] = collections.deque()
 
     async def _connected(self) -> _Connection:
         connection = self._connection
-        if connection is not None and not connection.lost:
+        if connection is not None and not connection.lost and not connection.retired:
             return connection
         if self._connecting is None:
             self._connecting = asyncio.Lock()
         async with self._connecting:  # one connect, however many requests are waiting
-            if self._connection is not None and not self._connection.lost:
-                return self._connection
+            connection = self._connection
+            if connection is not None and not connection.lost:
+                if not connection.retired:
+                    return connection
+                self._keep_retired(connection)
+            self._connection = None
             loop = asyncio.get_running_loop()
             try:
                 _, connection = await asyncio.wait_for(
@@ -149,6 +204,13 @@ class PipelinedScript:
             self._connection = connection
             return connection
 
+    def _keep_retired(self, connection: _Connection) -> None:
+        """Keep a retired connection for its late replies; close the oldest past the bound."""
+        self._retired = collections.deque(c for c in self._retired if not c.lost)
+        self._retired.append(connection)
+        while len(self._retired) > RETIRED_MAX:
+            self._retired.popleft().close()
+
     async def _checked(self, future: asyncio.Future[Any]) -> Any:
         reply = await future
         if isinstance(reply, hiredis.ReplyError):
@@ -159,11 +221,22 @@ class PipelinedScript:
         connection = await self._connected()
         return await self._checked_script(connection, b"EVALSHA", self.sha, keys, args)
 
+    def _late(self, connection: _Connection, keys: tuple[str, ...], args: tuple[Any, ...],
+              reply: Any) -> None:  # fmt: skip
+        """A reply that came after its caller gave up: undo what it did, if it did anything."""
+        undo = self.undo
+        if undo is None or isinstance(reply, hiredis.ReplyError) or not undo.needed(args, reply):
+            return
+        if connection.transport is not None:
+            sent = connection.send(command(b"EVAL", undo.script, len(keys), *keys, *args))
+            sent.add_done_callback(_heard)
+
     async def _checked_script(
         self, connection: _Connection, verb: bytes, body: bytes, keys: tuple[str, ...],
         args: tuple[Any, ...],
     ) -> Any:  # fmt: skip
-        reply = await connection.send(command(verb, body, len(keys), *keys, *args))
+        late = None if self.undo is None else functools.partial(self._late, connection, keys, args)
+        reply = await connection.send(command(verb, body, len(keys), *keys, *args), late)
         if isinstance(reply, hiredis.ReplyError):
             if verb == b"EVALSHA" and str(reply).startswith("NOSCRIPT"):
                 return await self._checked_script(connection, b"EVAL", self.script, keys, args)
@@ -174,3 +247,11 @@ class PipelinedScript:
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.close()
+        while self._retired:
+            self._retired.popleft().close()
+
+
+def _heard(future: asyncio.Future[Any]) -> None:
+    """An undo's answer, which nobody awaits: read, so a lost connection logs nothing."""
+    if not future.cancelled():
+        future.exception()

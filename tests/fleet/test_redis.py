@@ -157,3 +157,79 @@ def test_a_stalled_redis_never_holds_the_event_loop_while_alerts_are_read(
     finally:
         client.close()
     assert longest < 0.5, f"the event loop was held {longest:.2f} s"
+
+
+def test_a_script_redis_runs_after_its_caller_gave_up_is_taken_back(
+    redis_server: RedisServer,
+) -> None:
+    """docs/operating/fleet.md#failures: Redis stalled (SIGSTOP, by PID) past the gate's wait,
+    the requests waiting on it get 503; the scripts already sent run once Redis resumes. Each
+    that counted its request is taken back (gateway.fleet_limits.UNDO, sent on the same
+    connection, so after it); one that refused its request (over the limit) changed nothing and
+    is left. The stalled connection closes once every late reply is in: no connection leaks."""
+    from gateway.errors import NotReady
+    from gateway.fleet_limits import ADMIT, UNDO_LATE, connect, day_key, minute_key
+    from gateway.ratelimit import LimaClock
+    from tokens.redis_store import RedisTokenStore
+
+    now = datetime.now(UTC)
+    with RedisTokenStore.open(redis_server.url) as store:
+        counted = store.issue("s20-counted", None, now)
+        refused = store.issue("s20-refused", None, now)
+    limits = Limits(per_min=3, per_day=9)
+    pipe = PipelinedScript(redis_server.url, ADMIT, 0.3, UNDO_LATE)
+    gate = RedisGate(connect(redis_server.url), limits, pipe)
+    admin = redis_server.client()
+    day = LimaClock().day(epoch_us(now)).day.isoformat()
+    assert redis_server.service is not None and redis_server.service.process is not None
+    pid = redis_server.service.process.pid
+
+    def state(token_id: str) -> tuple[int, int]:
+        kept = admin.llen(minute_key(token_id))
+        return kept, int(admin.get(day_key(token_id, day)) or 0)
+
+    def clients() -> int:
+        return len(admin.client_list())
+
+    async def stalled(text: str, instants: list[int]) -> None:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for outcome in await asyncio.gather(
+                *(gate.admit_async(text, at) for at in instants), return_exceptions=True
+            ):
+                assert isinstance(outcome, NotReady), outcome
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    async def settled(before: int) -> None:
+        """Until the stalled connection has read its late replies (and undos) and closed."""
+        for _ in range(100):
+            if clients() < before:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the stalled connection is still open: {admin.client_list()}")
+
+    async def scenario() -> None:
+        start = epoch_us(now)
+        assert (await gate.admit_async(counted.token_text, start))[1].allowed
+        open_before = clients()
+        await stalled(counted.token_text, [start + 1, start + 2])
+        await settled(open_before)
+        assert state(counted.id) == (1, 1)  # the two late counts taken back
+        allowed = [(await gate.admit_async(counted.token_text, start + n))[1].allowed
+                   for n in (3, 4, 5)]  # fmt: skip
+        assert allowed == [True, True, False]  # exactly the limit, as if no stall
+
+        for n in range(3):
+            assert (await gate.admit_async(refused.token_text, start + n))[1].allowed
+        open_before = clients()
+        await stalled(refused.token_text, [start + 10])
+        await settled(open_before)
+        assert state(refused.id) == (3, 3)  # refused late: nothing to take back
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        pipe.close()
+        gate.close()
+        admin.close()
