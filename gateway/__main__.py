@@ -10,7 +10,7 @@ import os
 import sys
 
 from builder.core.arguments import OneLineParser
-from builder.core.errors import FxevError
+from builder.core.errors import FxevError, translate_environment
 from builder.core.settings import load_settings
 from gateway.cli import add_serve_command
 
@@ -20,7 +20,8 @@ def main() -> int:
     add_serve_command(parser.add_subparsers(dest="command", required=True), require_published=False)
     args = parser.parse_args()
     try:
-        return args.handler(args, load_settings(os.environ))
+        with translate_environment():
+            return args.handler(args, load_settings(os.environ))
     except FxevError as error:
         print(f"fxev: {error}", file=sys.stderr)
         return error.exit_code

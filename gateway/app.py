@@ -77,6 +77,17 @@ def create_app_from_env() -> Sanic:
     return create_app(load_settings(os.environ))
 
 
+def check_stores(settings: Settings) -> None:
+    """Open and close, once in the main process, the stores each worker opens first: one that
+    cannot be opened (a corrupt file, a folder where a file is due) is then one line from
+    ``fxev serve`` before any worker starts, not a worker's traceback that stops them all."""
+    if not settings.redis_url:
+        TokenStore.open(settings.home).close()
+        AlertView.open(settings.home).close()
+        RateLimiter.open(settings.home, Limits(1, 1)).close()
+    TreeReader(settings.site).pointer()
+
+
 def setup_stores(app: Sanic) -> None:
     """Open the token and alert stores once per worker, after the fork. In fleet mode both are
     in Redis: a gateway host has no alert store (docs/operating/fleet.md#alerts)."""

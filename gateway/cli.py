@@ -24,7 +24,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from builder.core.errors import NotFound
     from builder.ops.ports import refuse_unusable_port
     from builder.tree.layout import POINTER
-    from gateway.app import create_app_from_env
+    from gateway.app import check_stores, create_app_from_env
     from gateway.serving import serve_factory
     from tokens.cli import require_tokens
 
@@ -37,6 +37,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.require_published and not (settings.site / POINTER).exists():
         where = (settings.site / POINTER).absolute()
         raise NotFound(f"no published tree at {where} (run fxev build, or set FXEV_SITE)")
+    check_stores(settings)
     refuse_unusable_port(args.host, args.port, "pick another with --port")
     shipper = None
     if settings.store_url is not None:  # fleet mode: the main process ships the ledger

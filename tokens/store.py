@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.core.canonical import parse_utc_timestamp, utc_timestamp
-from builder.core.errors import Conflict, NotFound, UsageError
+from builder.core.errors import Conflict, NotFound, UsageError, database_at
 from builder.core.vocabulary import LIMA
 
 TOKENS_FILE = "tokens.sqlite"
@@ -200,7 +200,8 @@ class TokenStore:
         try:
             conn.row_factory = sqlite3.Row
             try:
-                mode = conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
+                with database_at(path):
+                    mode = conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
             except sqlite3.OperationalError as error:
                 raise TokenConflict(
                     f"{path} is in WAL mode and open elsewhere: stop the gateway once so it can"

@@ -35,6 +35,7 @@ from verifier.checks import Body, Check
 from verifier.client import ApiClient
 
 RECORDING = ("capturada", "importada")
+STATE_MAX = 65_536  # a signed checkpoint is a few hundred bytes
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -197,7 +198,7 @@ def log_checks(
     keep_saved = False  # the served log is behind the saved checkpoint, which stays
     if options.state is not None and options.state.exists():
         with _failing(found):
-            old, new = view.consistent_with(options.state.read_text())
+            old, new = view.consistent_with(read_state(options.state))
             if old > new:
                 keep_saved = True
                 found.notice(
@@ -224,6 +225,22 @@ def log_checks(
     if options.state is not None and not failed and not keep_saved:
         save_state(options.state, view.signed)
     return found.items
+
+
+def read_state(path: Path) -> str:
+    """The checkpoint saved by an earlier run, or :class:`LogFailure` saying why ``path`` holds
+    none (a folder, bytes that are not text, far more than a checkpoint: read no further)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(STATE_MAX + 1)
+    except OSError as error:
+        raise LogFailure(f"cannot read the saved checkpoint {path}: {error.strerror}") from None
+    if len(data) > STATE_MAX:
+        raise LogFailure(f"the saved checkpoint {path} is over {STATE_MAX} bytes: not one")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise LogFailure(f"the saved checkpoint {path} is not UTF-8 text: not one") from None
 
 
 def save_state(path: Path, signed: str) -> None:

@@ -10,7 +10,8 @@ The hierarchy (the classes of this module; each package's own errors subclass on
     FxevError                    exit 1: the root
     ├── UsageError               the operator's request cannot be used: an argument, a date, a file
     │   ├── NotFound             what it names does not exist or cannot be read: a file, an id
-    │   └── Conflict             well formed, but the current state refuses it (already revoked)
+    │   ├── Conflict             well formed, but the current state refuses it (already revoked)
+    │   └── PathError            a path it needs is unusable: a file where a folder is due
     ├── ConfigurationError       an ``FXEV_*`` setting cannot be used
     ├── StorageError             the disk refused a write: full, over quota, a size limit, read-only
     ├── IntegrityError           stored bytes disagree with their hashes: a corrupt tree or registry
@@ -34,8 +35,10 @@ Where the package errors hang (each keeps its name and, where callers rely on it
 A full disk is expected, not a bug: :func:`translate_environment` turns an ``OSError`` with
 ``ENOSPC``, ``EDQUOT``, ``EFBIG`` or ``EROFS`` and SQLite's "database or disk is full" (and its
 I/O and read-only errors) into a :class:`StorageError`, and SQLite's corrupt-file errors into an
-:class:`IntegrityError`. The registry's writes are transactions and every file is written under a
-new name first, so such a failure leaves the registry as it was.
+:class:`IntegrityError` (:func:`database_at` names the file, where a store is opened). Any other
+``OSError`` naming a path (a home under a plain file, a folder given for a file) is a
+:class:`PathError` naming it. The registry's writes are transactions and every file is written
+under a new name first, so such a failure leaves the registry as it was.
 
 Errors that are control flow stay outside the tree: ``FetchFailure`` (capture), and
 ``SourceFormatError``/``InvariantError`` (sources) become recorded ``fallo`` outcomes;
@@ -50,6 +53,7 @@ import contextlib
 import errno
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import ClassVar
 
 
@@ -79,6 +83,11 @@ class Conflict(UsageError):
 
 class ConfigurationError(FxevError):
     """An ``FXEV_*`` setting cannot be used."""
+
+
+class PathError(UsageError):
+    """A path a command needs cannot be used as it is: a file where a folder is due, a folder
+    where a file is, no permission."""
 
 
 class StorageError(FxevError):
@@ -118,6 +127,8 @@ def from_environment(error: BaseException) -> FxevError | None:
     if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
         where = f" {error.filename}" if error.filename else ""
         return StorageError(f"cannot write{where}: {error.strerror or error}")
+    if isinstance(error, OSError) and error.filename is not None:  # the path, not the code
+        return PathError(f"cannot use {error.filename}: {error.strerror or error}")
     if isinstance(error, sqlite3.DatabaseError):
         code = getattr(error, "sqlite_errorcode", None)
         primary = None if code is None else code & 0xFF
@@ -126,6 +137,19 @@ def from_environment(error: BaseException) -> FxevError | None:
         if primary in _SQLITE_CORRUPT:
             return IntegrityError(f"the database is corrupt: {error}")
     return None
+
+
+@contextlib.contextmanager
+def database_at(path: Path) -> Iterator[None]:
+    """While a SQLite file at ``path`` is opened: one that is not a database, or is corrupt, is
+    an :class:`IntegrityError` naming it (SQLite's own message names no file)."""
+    try:
+        yield
+    except sqlite3.DatabaseError as error:
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is None or code & 0xFF not in _SQLITE_CORRUPT:
+            raise
+        raise IntegrityError(f"{path} is not a usable database: {error}") from error
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from typing import Any, Self
 import orjson
 
 from builder.core.canonical import utc_timestamp
-from builder.core.errors import Conflict, NotFound, UsageError
+from builder.core.errors import Conflict, NotFound, UsageError, database_at
 
 ALERTS_FILE = "alerts.sqlite"
 ALERT_TYPES = (
@@ -171,16 +171,16 @@ class AlertView:
     @classmethod
     def open(cls, home: Path) -> Self:
         home.mkdir(parents=True, exist_ok=True)
-        # One opener at a time sets the journal mode and creates the tables: two gateway workers
-        # starting on a fresh home would otherwise race, and switching to WAL answers "database
-        # is locked" at once, without waiting. The lock is the home folder's own flock.
+        # One opener at a time (the home folder's flock) sets the journal mode and creates the
+        # tables: two workers on a fresh home would race, and WAL answers "locked" at once.
         folder = os.open(home, os.O_RDONLY)
         try:
             fcntl.flock(folder, fcntl.LOCK_EX)
             conn = sqlite3.connect(home / ALERTS_FILE, isolation_level=None, timeout=30.0)
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
+            with database_at(home / ALERTS_FILE):  # SQLite's message names no file
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
             conn.executescript(_SCHEMA)
             conn.execute(
                 "INSERT OR IGNORE INTO alert_state (id, store_id, generation, shared)"

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from builder.core.canonical import parse_utc_timestamp, utc_timestamp
+from builder.core.errors import database_at
 from builder.disk import faults
 from builder.registry.chain import GENESIS_HASH, revision_hash
 from builder.registry.records import (
@@ -42,7 +43,8 @@ REGISTRY_FILE = "registry.sqlite"
 def connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, timeout=30.0)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
+    with database_at(path):
+        conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     return conn
 

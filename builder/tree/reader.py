@@ -192,10 +192,16 @@ class TreeReader:
     def pointer(self) -> dict[str, Any] | None:
         """The ``PUBLISHED`` pointer, or None before the first build. A pointer naming another
         registry than the last one read means another tree: the reader forgets the old one."""
+        path = self.site / layout.POINTER
         try:
-            pointer = orjson.loads((self.site / layout.POINTER).read_bytes())
+            pointer = orjson.loads(path.read_bytes())
         except FileNotFoundError:
             return None
+        except orjson.JSONDecodeError as error:
+            why = f"{path.absolute()} is not a published pointer: {error}"
+            raise TreeCorruptError(why) from None
+        if not isinstance(pointer, dict):
+            raise TreeCorruptError(f"{path.absolute()} is not a published pointer: not an object")
         registry_id = pointer.get("registry_id")
         if registry_id != self._registry_id:
             self.forget()

@@ -251,7 +251,8 @@ def test_a_corrupt_registry(fxev: Fxev, home: Path) -> None:
     home.mkdir()
     (home / "registry.sqlite").write_bytes(b"this is not a database. " * 64)
     message = assert_one_line(fxev("registry", "verify"))
-    assert message == "the database is corrupt: file is not a database"
+    path = home / "registry.sqlite"
+    assert message == f"{path} is not a usable database: file is not a database"
 
 
 # -- storage: a file that cannot be written, a full disk ------------------------------------

@@ -227,3 +227,32 @@ def test_state_keeps_a_newer_checkpoint_when_the_served_log_is_behind(
     assert not any(line.startswith("FAIL") for line in plain), out
     assert [f["level"] for f in orjson.loads(last)["findings"]] == ["notice"]
     assert state.read_text() == saved  # never rolled back to the older checkpoint
+
+
+def test_an_unusable_state_file_is_a_named_finding_or_one_line_never_a_traceback(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    """DECISIONS 3: "Every CLI error ... is one line on stderr, never a traceback." A `--state`
+    path that holds no checkpoint (bytes that are not text, a folder, far more than a
+    checkpoint) is a failed check naming the file, exit 1; one under a plain file cannot be
+    saved: one line naming it. (Formerly: UnicodeDecodeError, IsADirectoryError and
+    FileExistsError tracebacks, and a read without end of /dev/zero.)"""
+    obs_id, key = latest_id(gateway), vkey(gateway)
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    huge = tmp_path / "huge"
+    huge.write_bytes(b"x" * 200_000)
+    for state, why in ((binary, "not UTF-8"), (folder, "cannot read"), (huge, "over")):
+        code, out, err = verify(gateway, obs_id, "--vkey", key, "--state", str(state))
+        assert code == 1 and "Traceback" not in err, out + err
+        assert f"the saved checkpoint {state}" in out and why in out, out
+    assert binary.read_bytes() == b"\xff\xfe\x00bad"  # a state that failed is never replaced
+    code, out, err = verify(gateway, obs_id, "--vkey", key, "--state", "/dev/zero")
+    assert code == 1 and "over" in out, out + err
+    plain = tmp_path / "plain"
+    plain.write_text("a file\n")
+    code, out, err = verify(gateway, obs_id, "--vkey", key, "--state", str(plain / "seen"))
+    assert code != 0 and "Traceback" not in err, out + err
+    assert len(err.splitlines()) == 1 and str(plain) in err, err
