@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from builder.disk.durable import write_once
+from builder.disk.durable import replace_durably
 
 
 class BlobStore:
@@ -23,9 +23,13 @@ class BlobStore:
         return self.root / "sha256" / sha256[:2] / sha256
 
     def put(self, data: bytes) -> str:
-        """Store ``data`` durably; return its bare hex SHA-256."""
+        """Store ``data`` durably; return its bare hex SHA-256. A stored copy that holds other
+        bytes (damaged on disk) is replaced by ``data``, which hash to its name: the bytes just
+        received are never lost to a bad copy of them."""
         sha256 = hashlib.sha256(data).hexdigest()
-        write_once(self.path(sha256), data, fsync=self.fsync, staging=self.staging)
+        path = self.path(sha256)
+        if not _holds(path, data):
+            replace_durably(path, data, fsync=self.fsync, staging=self.staging)
         return sha256
 
     def sha256_of_stored(self, data: bytes) -> str:
@@ -47,3 +51,11 @@ class BlobStore:
         if actual != sha256:
             return f"evidence blob sha256:{sha256} holds bytes hashing to sha256:{actual} ({path})"
         return None
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the file at ``path`` holds exactly ``data`` (a missing file holds nothing)."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except FileNotFoundError:
+        return False

@@ -485,3 +485,22 @@ def test_verify_changes_nothing_it_inspects(home: Path, capsys: pytest.CaptureFi
 
     assert first == second
     assert blob_path(home, SHA_B).read_bytes() == before
+
+
+def test_a_recapture_of_the_same_bytes_repairs_a_damaged_blob(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bytes a capture receives are never lost to a damaged stored copy of them: the blob of
+    their hash is replaced, and `registry verify` is clean again. (Formerly the capture recorded
+    its evidence against the damaged file and dropped the good bytes it had just received.)"""
+    flip_one_byte(blob_path(home, SHA_A))
+    with LocalServer(body=FIRST) as server:
+        set_env(monkeypatch, home, server.url)
+        capsys.readouterr()
+        assert cli.main(["capture"]) == 0
+        result = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert result["revision"] == HEAD + 1
+    assert blob_path(home, SHA_A).read_bytes() == FIRST
+    code, lines, report = verify(capsys)
+    assert code == 0, report
+    assert lines == ["evidence blobs: ok", f"revision chain (1..{HEAD + 1}): ok"]
