@@ -8,6 +8,13 @@ from pathlib import Path
 
 from builder.disk import faults
 
+# The mode a plain ``open()`` gives a new file (0666 less the umask), read once at import: the
+# tree is served by static hosts and mirrors that may run as another user, and ``mkstemp``'s
+# 0600 suits secrets, which are written elsewhere (``gateway/pagetoken.py``, ``logkey.py``).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+
 
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
@@ -40,13 +47,14 @@ def replace_durably(
 
     The new name is a ``.tmp-*`` file in ``staging`` (same file system) or else beside ``path``;
     a process killed before the rename leaves it there. ``sync_folder=False``: the caller fsyncs
-    the folder itself, once for many files.
+    the folder itself, once for many files. The file gets :data:`FILE_MODE`, as from ``open()``.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if staging is not None:
         staging.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=staging or path.parent, prefix=".tmp-")
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             if fsync:
