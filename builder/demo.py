@@ -27,7 +27,7 @@ import http.server
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from importlib import resources
@@ -98,11 +98,13 @@ def local_source() -> Iterator[tuple[str, list[tuple[int, bytes, str]]]]:
         thread.join()
 
 
-def seed(settings: Settings, now: datetime) -> None:
+def seed(settings: Settings, clock: Callable[[], datetime]) -> None:
+    """The demo's writes, each at ``clock()``: with ``FXEV_NOW`` unset, the real instant of each
+    one, so every revision has its own ``ts_commit`` (``/v1/revisions?at=`` reaches each)."""
     stores = Stores.open(settings.home)
     try:
         with resources.as_file(resources.files("builder").joinpath("data", "seed", SEED)) as path:
-            result = import_csv(stores, Path(path), "fxev-demo", JUSTIFICATION, now)
+            result = import_csv(stores, Path(path), "fxev-demo", JUSTIFICATION, clock())
         say(f"import of the real history: {result.outcome} (revision {result.revision})")
         has_direct = stores.registry.conn.execute(
             "SELECT 1 FROM observations WHERE fuente = 'taxauth_txt' LIMIT 1"
@@ -114,13 +116,15 @@ def seed(settings: Settings, now: datetime) -> None:
             url = base + "/a/txt/tipoCambio.txt"
             for status, body in DEMO_FILES:
                 answer[0] = (status, body, "text/plain; charset=ISO-8859-1")
-                result = capture_taxauth_txt(stores, settings, now, url=url)
+                result = capture_taxauth_txt(stores, settings, clock(), url=url)
                 alert = f", alert {result.alertas[0].tipo}" if result.alertas else ""
                 say(f"capture of {url} ({status}): {result.outcome}{alert}")
             recorded = resources.files("builder").joinpath("data", "seed", CENTRALBANK_SEED)
             answer[0] = (200, recorded.read_bytes(), "text/html; charset=UTF-8")
             start, end = CENTRALBANK_RANGE
-            result = capture_centralbank(stores, settings, now, base + "/api", start=start, end=end)
+            result = capture_centralbank(
+                stores, settings, clock(), base + "/api", start=start, end=end
+            )
             checks = stores.registry.conn.execute("SELECT count(*) FROM cotejos").fetchone()[0]
             say(
                 f"capture of the central bank's answer: {result.outcome}, {checks} cotejos"
@@ -191,8 +195,8 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(os.environ)
     if args.serve:
         check_port(HOST, args.port)  # before anything is written, a token above all
-    now = settings.now or datetime.now(UTC)
-    seed(settings, now)
+    fixed = settings.now
+    seed(settings, (lambda: fixed) if fixed is not None else (lambda: datetime.now(UTC)))
     stores = Stores.open(settings.home)
     try:
         tree = TreeWriter(settings.site)

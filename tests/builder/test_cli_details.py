@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -395,12 +396,25 @@ def test_make_run_twice_revokes_the_previous_demo_token_and_issues_a_new_one(
     """DECISIONS 3: "`make run` ... seeds an empty `FXEV_HOME` ..., builds, revokes the previous
     demo token and issues a new one (printed, with a ready-to-paste `curl`)". Run twice on free
     ports: the first token works, then after the second run it gets 401 and the new one 200;
-    `token list` shows exactly one active `demo` token."""
+    `token list` shows exactly one active `demo` token. With `FXEV_NOW` unset each of the demo's
+    writes has its own `ts_commit` (DECISIONS 4), so `/v1/revisions?at=` reaches every revision
+    (formerly all shared the seed's first instant, and only the last could be reached)."""
     env = clean_env(FXEV_HOME=str(tmp_path / "var"), FXEV_SITE=str(tmp_path / "site_out"))
     first = Demo(tmp_path, env)
     try:
         old = first.token()
         assert first.get(old) == 200
+        with contextlib.closing(sqlite3.connect(tmp_path / "var" / "registry.sqlite")) as conn:
+            commits = dict(conn.execute("SELECT revision, ts_commit FROM revisions").fetchall())
+        assert len(commits) > 1 and len(set(commits.values())) == len(commits), commits
+        for revision, ts_commit in commits.items():
+            found = requests.get(
+                f"http://127.0.0.1:{first.port}/v1/revisions",
+                params={"at": ts_commit},
+                headers={"Authorization": f"Bearer {old}"},
+                timeout=5,
+            )
+            assert found.json()["revision"] == revision, (ts_commit, found.text)
     finally:
         first.stop()
     second = Demo(tmp_path, env)
