@@ -176,8 +176,17 @@ def verify_saved_response(
     """Every item of a saved response: its observation's checks, then the item's."""
     checks: list[Check] = []
     for item in saved.items:
-        checks += verify_observation(client, item["observacion_id"], out, log)
-        detail = client.observation(canonical_uuid(item["observacion_id"]))
+        obs_id = canonical_uuid(item["observacion_id"])
+        if client.observation(obs_id, missing_ok=True) is None:
+            # The registry is append-only: an item naming an observation it never held was not
+            # served by it. A mismatch (exit 1), unlike an id asked for alone (exit 2).
+            unknown = Check("fail", "item", "no such observation in the registry (404)", obs_id)
+            out(f"observacion {obs_id}")
+            out(unknown.line)
+            checks.append(unknown)
+            continue
+        checks += verify_observation(client, obs_id, out, log)
+        detail = client.observation(obs_id)
         assert detail is not None
         try:
             item_result = item_checks(item, detail, saved.dataset_revision)

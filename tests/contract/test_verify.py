@@ -231,6 +231,26 @@ def test_a_saved_response_edited_after_the_fact_fails(gateway: Gateway, tmp_path
     assert (finding["observacion_id"], finding["check"]) == (item["observacion_id"], "item")
 
 
+def test_a_saved_item_naming_an_observation_never_served_fails(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    """DECISIONS 3: `fxev verify --response` exits 1 "on a value, hash or chain mismatch". The
+    registry is append-only, so an item whose observacion_id the API does not know was never
+    served by it: a failed check of that item (exit 1), while the other items are still
+    checked. (Formerly "404 NOT_FOUND", exit 2, as if the API could not be asked.)"""
+    body = gateway.get(SEPT).json()
+    forged = "00000000-0000-4000-8000-000000000000"
+    body["items"][0]["observacion_id"] = forged
+    saved = tmp_path / "forged.json"
+    saved.write_bytes(orjson.dumps(body))
+    code, lines, _ = verify(gateway, "--response", str(saved))
+    assert code == 1
+    assert "FAIL item no such observation in the registry (404)" in lines
+    findings = verdict(lines)["findings"]
+    assert [(f["observacion_id"], f["check"]) for f in findings] == [(forged, "item")]
+    assert any(line.startswith("ok   item") for line in lines)  # the others checked
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [(b"not json", "not JSON"), (b'{"items": []}', "dataset_revision")],
