@@ -91,8 +91,18 @@ http {
 
 @@OWN_DIGEST@@
     # The gateways. A gateway that fails a connection is left out for 5 s (health by failure);
-    # a GET that failed on one is retried once on another (proxy_next_upstream below).
+    # a GET that failed on one is retried once on another (proxy_next_upstream below). Each
+    # client (its Authorization, else its address) goes to one gateway while that one answers:
+    # gateways mirror a publish each on its own poll, and a client spread over two could see
+    # the new revision, then the old one again (DECISIONS 4: dataset_revision never goes back
+    # between two requests of a client). The lanes below are hashed alike: the same client's
+    # auth step goes to the same host when --lane follows the order of --upstream.
+    map $http_authorization $fxev_client {
+        "" $remote_addr;
+        default $http_authorization;
+    }
     upstream fxev_gateways {
+        hash $fxev_client;
 @@SERVERS@@
         keepalive 64;
     }@@LANE_UPSTREAM@@
@@ -255,6 +265,7 @@ LANE_STEP = """\
 LANE_UPSTREAM = """
     # The gateways' auth lanes (FXEV_EDGE_LANE): the common auth step, answered without Sanic.
     upstream fxev_lanes {
+        hash $fxev_client;
 @@LANES@@
         keepalive 64;
     }"""

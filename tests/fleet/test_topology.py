@@ -227,6 +227,42 @@ def test_a_published_correction_reaches_both_gateways_within_the_mirror_interval
         assert (body["compra"], body["venta"]) == ("3.358", "3.366"), (body, took)
 
 
+def test_through_the_edge_a_clients_revision_never_goes_back_while_a_mirror_lags(
+    fleet: Topology,
+) -> None:
+    """DECISIONS 4: "dataset_revision never goes backwards between two requests of a client".
+    Each host mirrors a publish on its own poll, so for a moment the two gateways serve two
+    revisions; the edge spread a client's requests over both, and a client saw the new revision,
+    then the old one again (an outside audit: 9 9 10 9 10 ...). The edge keeps each client (its
+    token) on one gateway: with one host's mirror stopped, every token sees one revision."""
+    [edge] = fleet.fronts
+    lagging = fleet.gateways[1]
+    tokens = [issue(fleet, f"monotonic-{n}")[1] for n in range(6)]
+    lagging.mirror.stop()
+    try:
+        revision = correct(fleet, b"21/09/2026|3.361|3.369|\r\n")
+        wait_for(
+            lambda: latest(fleet.gateways[0], tokens[0])["dataset_revision"] == revision,
+            MIRROR_INTERVAL_S + 15,
+            "the other gateway serving the new revision",
+        )
+        assert latest(lagging, tokens[0])["dataset_revision"] < revision
+        for token in tokens:
+            seen = [
+                requests.get(edge.url + LATEST, headers={"Authorization": f"Bearer {token}"},
+                             timeout=10).json()["dataset_revision"]
+                for _ in range(6)
+            ]  # fmt: skip
+            assert len(set(seen)) == 1, seen
+    finally:
+        lagging.mirror.start()
+    wait_for(
+        lambda: latest(lagging, tokens[0])["dataset_revision"] == revision,
+        MIRROR_INTERVAL_S + 15,
+        "the lagging gateway catching up",
+    )
+
+
 def test_a_flipped_byte_in_the_store_is_refused_and_the_gateways_keep_serving(
     fleet: Topology, store: ObjectStore
 ) -> None:
