@@ -18,8 +18,10 @@ one stays open up to :data:`DRAIN_S` for the replies of the scripts already sent
 runs once it resumes. For each such late reply an :class:`Undo`, when given, sends its script
 with the same keys and arguments on the same connection (so Redis runs it after the late one):
 the fleet's gate takes back a request it counted but its caller was answered 503 for
-(docs/operating/fleet.md#failures). A worker keeps at most :data:`RETIRED_MAX` retired
-connections; an older one is closed, and its late scripts are not taken back.
+(docs/operating/fleet.md#failures). A call whose caller was cancelled (its client went away)
+is not undone: it was counted, as on one host. A worker keeps at most :data:`RETIRED_MAX`
+retired connections; an older one is closed, and its late scripts are not taken back, nor are
+those of a connection Redis closes (a Redis that dies keeps what its AOF holds).
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ from urllib.parse import unquote, urlsplit
 import hiredis
 
 DRAIN_S = 60.0  # how long a retired connection waits for late replies (the minute window)
-RETIRED_MAX = 4  # retired connections kept per pipe; an older one is closed
+# Retired connections kept per pipe, an older one closed: in a long stall a new connection is
+# retired every second or so (the kernel still accepts it), so this covers DRAIN_S of them.
+RETIRED_MAX = 64
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,7 +99,7 @@ class _Connection(asyncio.Protocol):
             self.sent.popleft()
             if not future.done():
                 future.set_result(reply)
-            elif late is not None:  # its caller gave up: Redis ran it late
+            elif late is not None and not future.cancelled():  # failed by retire(): ran late
                 late(reply)
         if self.retired and not self.waiting:
             self.close()  # every late reply is in, and every undo answered
@@ -239,6 +243,8 @@ class PipelinedScript:
         reply = await connection.send(command(verb, body, len(keys), *keys, *args), late)
         if isinstance(reply, hiredis.ReplyError):
             if verb == b"EVALSHA" and str(reply).startswith("NOSCRIPT"):
+                if connection.retired:  # no longer watched: its wait would know no bound
+                    raise PipeError("connection to Redis retired")
                 return await self._checked_script(connection, b"EVAL", self.script, keys, args)
             raise PipeError(f"Redis: {reply}")
         return reply

@@ -227,9 +227,14 @@ def test_a_script_redis_runs_after_its_caller_gave_up_is_taken_back(
         await settled(open_before)
         assert state(refused.id) == (3, 3)  # refused late: nothing to take back
 
+    async def closing() -> None:
+        try:
+            await scenario()
+        finally:
+            pipe.close()
+
     try:
-        asyncio.run(scenario())
+        asyncio.run(closing())
     finally:
-        pipe.close()
         gate.close()
         admin.close()
