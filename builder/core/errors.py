@@ -36,9 +36,10 @@ A full disk is expected, not a bug: :func:`translate_environment` turns an ``OSE
 ``ENOSPC``, ``EDQUOT``, ``EFBIG`` or ``EROFS`` and SQLite's "database or disk is full" (and its
 I/O and read-only errors) into a :class:`StorageError`, and SQLite's corrupt-file errors into an
 :class:`IntegrityError` (:func:`database_at` names the file, where a store is opened). Any other
-``OSError`` naming a path (a home under a plain file, a folder given for a file) is a
-:class:`PathError` naming it. The registry's writes are transactions and every file is written
-under a new name first, so such a failure leaves the registry as it was.
+``OSError`` naming a path that cannot be used as it is (:data:`PATH_ERRNOS`: a home under a
+plain file, a folder given for a file, no permission) is a :class:`PathError` naming it. The
+registry's writes are transactions and every file is written under a new name first, so such a
+failure leaves the registry as it was.
 
 Errors that are control flow stay outside the tree: ``FetchFailure`` (capture), and
 ``SourceFormatError``/``InvariantError`` (sources) become recorded ``fallo`` outcomes;
@@ -116,6 +117,12 @@ STORAGE_ERRNOS = frozenset(
     )
     if code is not None
 )
+# What an operator's path can be that a command cannot use: a file where a folder is due (or the
+# reverse), no permission, a loop of links, a name too long. Any other OSError (a file gone
+# between two steps, a bad descriptor) is a bug, and stays a traceback.
+PATH_ERRNOS = frozenset(
+    (errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.ELOOP, errno.ENAMETOOLONG)
+)
 # SQLite's primary result codes (the low byte of an extended code).
 SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 8, 10, 11, 13, 26
 _SQLITE_STORAGE = {SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL}
@@ -127,7 +134,7 @@ def from_environment(error: BaseException) -> FxevError | None:
     if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
         where = f" {error.filename}" if error.filename else ""
         return StorageError(f"cannot write{where}: {error.strerror or error}")
-    if isinstance(error, OSError) and error.filename is not None:  # the path, not the code
+    if isinstance(error, OSError) and error.errno in PATH_ERRNOS and error.filename is not None:
         return PathError(f"cannot use {error.filename}: {error.strerror or error}")
     if isinstance(error, sqlite3.DatabaseError):
         code = getattr(error, "sqlite_errorcode", None)
