@@ -39,7 +39,7 @@ from verifier.checks import (
     item_checks,
     value_checks,
 )
-from verifier.client import ApiClient
+from verifier.client import ApiClient, ClientError
 from verifier.logcheck import LogOptions, log_checks
 from verifier.proofcheck import ProofVerdict, check_proof, record_observation
 
@@ -116,7 +116,27 @@ def log_options(vkey: str | None, state: str | None) -> LogOptions | None:
         key = note.parse_verifier_key(vkey)
     except note.NoteError as error:
         raise VerifyUsageError(f"the log's verifier key cannot be used: {error}") from None
-    return LogOptions(key, None if state is None else Path(state))
+    return LogOptions(key, None if state is None else usable_state(Path(state)))
+
+
+def usable_state(path: Path) -> Path:
+    """``--state``, refused before any check (exit 2) where it cannot be a file this run reads
+    and then writes: a folder, a file it may not read, a path under a plain file."""
+    if path.is_dir():
+        raise VerifyUsageError(f"--state {path} is a folder, not a file")
+    if path.exists():
+        try:
+            with path.open("rb"):
+                pass
+        except OSError as error:
+            raise VerifyUsageError(f"--state {path} cannot be read: {error.strerror}") from None
+        return path
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise VerifyUsageError(f"--state {path} cannot be made: {folder} is not a folder")
+    return path
 
 
 def read_saved_response(path: Path) -> SavedResponse:
@@ -179,7 +199,14 @@ def verify_saved_response(
         obs_id = canonical_uuid(item["observacion_id"])
         if client.observation(obs_id, missing_ok=True) is None:
             # The registry is append-only: an item naming an observation it never held was not
-            # served by it. A mismatch (exit 1), unlike an id asked for alone (exit 2).
+            # served by it. A mismatch (exit 1), unlike an id asked for alone (exit 2), once the
+            # API has the response's revision: a gateway whose mirror lags cannot tell.
+            served = served_revision(client)
+            if served is None or served < saved.dataset_revision:
+                raise ClientError(
+                    f"observation {obs_id}: 404 NOT_FOUND from an API at revision {served},"
+                    f" behind the response's {saved.dataset_revision}"
+                )
             unknown = Check("fail", "item", "no such observation in the registry (404)", obs_id)
             out(f"observacion {obs_id}")
             out(unknown.line)
@@ -198,6 +225,12 @@ def verify_saved_response(
             out(check.line)
             checks.append(check)
     return checks
+
+
+def served_revision(client: ApiClient) -> int | None:
+    """The revision the API publishes now: its log checkpoint's tree size (None: no log)."""
+    lines = (client.log("checkpoint") or b"").split(b"\n")
+    return int(lines[1]) if len(lines) > 2 and lines[1].isdigit() else None
 
 
 def _read(path: str, what: str) -> bytes:

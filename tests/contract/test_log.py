@@ -233,26 +233,27 @@ def test_an_unusable_state_file_is_a_named_finding_or_one_line_never_a_traceback
     gateway: Gateway, tmp_path: Path
 ) -> None:
     """DECISIONS 3: "Every CLI error ... is one line on stderr, never a traceback." A `--state`
-    path that holds no checkpoint (bytes that are not text, a folder, far more than a
-    checkpoint) is a failed check naming the file, exit 1; one under a plain file cannot be
-    saved: one line naming it. (Formerly: UnicodeDecodeError, IsADirectoryError and
+    file whose bytes hold no checkpoint (not text, far more than a checkpoint) is a failed
+    check naming it, exit 1, as a garbled one is; a path that cannot be read or written (a
+    folder, a path under a plain file) is refused before any check, one line, exit 2, as an
+    unreadable `--response` is. (Formerly: UnicodeDecodeError, IsADirectoryError and
     FileExistsError tracebacks, and a read without end of /dev/zero.)"""
     obs_id, key = latest_id(gateway), vkey(gateway)
     binary = tmp_path / "binary"
     binary.write_bytes(b"\xff\xfe\x00bad")
-    folder = tmp_path / "folder"
-    folder.mkdir()
     huge = tmp_path / "huge"
     huge.write_bytes(b"x" * 200_000)
-    for state, why in ((binary, "not UTF-8"), (folder, "cannot read"), (huge, "over")):
+    for state, why in ((binary, "not UTF-8"), (huge, "over"), (Path("/dev/zero"), "over")):
         code, out, err = verify(gateway, obs_id, "--vkey", key, "--state", str(state))
         assert code == 1 and "Traceback" not in err, out + err
         assert f"the saved checkpoint {state}" in out and why in out, out
+        assert orjson.loads(out.splitlines()[-1])["ok"] is False
     assert binary.read_bytes() == b"\xff\xfe\x00bad"  # a state that failed is never replaced
-    code, out, err = verify(gateway, obs_id, "--vkey", key, "--state", "/dev/zero")
-    assert code == 1 and "over" in out, out + err
+    folder = tmp_path / "folder"
+    folder.mkdir()
     plain = tmp_path / "plain"
     plain.write_text("a file\n")
-    code, out, err = verify(gateway, obs_id, "--vkey", key, "--state", str(plain / "seen"))
-    assert code != 0 and "Traceback" not in err, out + err
-    assert len(err.splitlines()) == 1 and str(plain) in err, err
+    for state, why in ((folder, "is a folder"), (plain / "seen", f"{plain} is not a folder")):
+        code, out, err = verify(gateway, obs_id, "--vkey", key, "--state", str(state))
+        assert (code, out) == (2, ""), out + err
+        assert len(err.splitlines()) == 1 and why in err, err

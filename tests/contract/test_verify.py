@@ -249,6 +249,11 @@ def test_a_saved_item_naming_an_observation_never_served_fails(
     findings = verdict(lines)["findings"]
     assert [(f["observacion_id"], f["check"]) for f in findings] == [(forged, "item")]
     assert any(line.startswith("ok   item") for line in lines)  # the others checked
+    # An API behind the response's revision (a gateway whose mirror lags) cannot tell: exit 2.
+    body["dataset_revision"] += 1
+    saved.write_bytes(orjson.dumps(body))
+    code, lines, err = verify(gateway, "--response", str(saved))
+    assert code == 2 and "behind the response's" in err, (lines, err)
 
 
 @pytest.mark.parametrize(
