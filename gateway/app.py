@@ -10,6 +10,8 @@ imports it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 from typing import Any
 
@@ -19,6 +21,7 @@ from sanic.exceptions import MethodNotAllowed, NotFound
 from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
+from builder.core.errors import PathError
 from builder.core.settings import Settings, load_settings
 from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
@@ -77,14 +80,46 @@ def create_app_from_env() -> Sanic:
     return create_app(load_settings(os.environ))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class HomeStores:
+    """What a worker on one host opens in its home (docs/operating/stores.md): the token store,
+    the page-token and edge secrets, the limiter's state and the alert store."""
+
+    tokens: TokenStore
+    secret: bytes
+    edge_secret: str
+    limiter: RateLimiter
+    alerts: AlertView
+
+    @classmethod
+    def open(cls, settings: Settings) -> HomeStores:
+        limits = Limits(settings.rate_limit_per_min, settings.rate_limit_per_day)
+        with contextlib.ExitStack() as opened:  # on a failure, what opened is closed again
+            tokens = TokenStore.open(settings.home)
+            opened.callback(tokens.close)
+            secret = pagetoken.load_or_create_secret(settings.home)
+            edge_secret = pagetoken.load_or_create_secret(settings.home, edge.SECRET_FILE).hex()
+            limiter = RateLimiter.open(settings.home, limits)
+            opened.callback(limiter.close)
+            alerts = AlertView.open(settings.home)
+            opened.pop_all()
+        return cls(tokens, secret, edge_secret, limiter, alerts)
+
+    def close(self) -> None:
+        self.tokens.close()
+        self.limiter.close()
+        self.alerts.close()
+
+
 def check_stores(settings: Settings) -> None:
-    """Open and close, once in the main process, the stores each worker opens first: one that
-    cannot be opened (a corrupt file, a folder where a file is due) is then one line from
-    ``fxev serve`` before any worker starts, not a worker's traceback that stops them all."""
+    """Open and close, once in the main process, what each worker opens first: one that cannot
+    be opened (a corrupt file, a folder where a file is due) is then one line from ``fxev
+    serve`` before any worker starts, not a worker's traceback that stops them all."""
     if not settings.redis_url:
-        TokenStore.open(settings.home).close()
-        AlertView.open(settings.home).close()
-        RateLimiter.open(settings.home, Limits(1, 1)).close()
+        HomeStores.open(settings).close()
+    ledger = ledger_folder(settings.home)
+    if ledger.exists() and not ledger.is_dir():
+        raise PathError(f"cannot use {ledger}: the ledger's folder is a file")
     TreeReader(settings.site).pointer()
 
 
@@ -103,14 +138,11 @@ def setup_stores(app: Sanic) -> None:
             app.ctx.secret = app.ctx.edge_secret = None  # until Redis answers: 503
             app.ctx.alerts = FleetAlerts(app.ctx.fleet.client)
         else:
-            app.ctx.tokens = TokenStore.open(settings.home)
-            app.ctx.token_check = CachedTokenCheck(app.ctx.tokens)  # re-read on a change
-            app.ctx.secret = pagetoken.load_or_create_secret(settings.home)
-            app.ctx.edge_secret = pagetoken.load_or_create_secret(
-                settings.home, edge.SECRET_FILE
-            ).hex()
-            app.ctx.limiter = RateLimiter.open(settings.home, limits)
-            app.ctx.alerts = AlertView.open(settings.home)
+            home = HomeStores.open(settings)
+            app.ctx.tokens = home.tokens
+            app.ctx.token_check = CachedTokenCheck(home.tokens)  # re-read on a change
+            app.ctx.secret, app.ctx.edge_secret = home.secret, home.edge_secret
+            app.ctx.limiter, app.ctx.alerts = home.limiter, home.alerts
         app.ctx.view = PublishedView(TreeReader(settings.site))
         app.ctx.lima = LimaClock()
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None

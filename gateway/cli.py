@@ -37,8 +37,8 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.require_published and not (settings.site / POINTER).exists():
         where = (settings.site / POINTER).absolute()
         raise NotFound(f"no published tree at {where} (run fxev build, or set FXEV_SITE)")
-    check_stores(settings)
     refuse_unusable_port(args.host, args.port, "pick another with --port")
+    check_stores(settings)  # after the port: a refused start changes nothing
     shipper = None
     if settings.store_url is not None:  # fleet mode: the main process ships the ledger
         from gateway.shipping import Shipper

@@ -11,6 +11,7 @@ checks that the refused command changed nothing.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -112,14 +113,27 @@ def test_a_store_that_is_not_a_database_is_named(
     assert (home / store).read_bytes() == b"garbage, not SQLite\n" * 10
 
 
-def test_fxev_serve_with_a_corrupt_token_store_is_one_line_before_any_worker(
-    tmp_path: Path, seeded: dict[str, str], home: Path
-) -> None:
-    """`fxev serve` opens the stores each worker opens once before starting them: a token store
-    that is not a database is one line naming it, exit 1. (Formerly: each worker's traceback,
-    then Sanic's SIGKILL to the whole process group, the caller's shell or cron included.) Run
-    in a session of its own, so the old behaviour could not kill this test's process."""
+def damage_tokens(home: Path) -> Path:
     (home / "tokens.sqlite").write_bytes(b"garbage, not SQLite\n" * 10)
+    return home / "tokens.sqlite"
+
+
+def damage_secret(home: Path) -> Path:
+    (home / "page_token.secret").unlink(missing_ok=True)
+    (home / "page_token.secret").mkdir()
+    return home / "page_token.secret"
+
+
+@pytest.mark.parametrize("damage", [damage_tokens, damage_secret], ids=["tokens", "secret"])
+def test_fxev_serve_with_a_damaged_home_is_one_line_before_any_worker(
+    tmp_path: Path, seeded: dict[str, str], home: Path, damage: Callable[[Path], Path]
+) -> None:
+    """`fxev serve` opens what its workers open once before starting them: a token store that
+    is not a database, a folder where the page-token secret is due, is one line naming it, exit
+    1. (Formerly: each worker's traceback, then Sanic's SIGKILL to the whole process group, the
+    caller's shell or cron included.) Run in a session of its own, so the old behaviour could
+    not kill this test's process."""
+    damaged = damage(home)
     done = subprocess.run(
         [FXEV, "serve", "--port", str(free_port()), "--workers", "1"],
         cwd=tmp_path, env=seeded, capture_output=True, timeout=60, check=False,
@@ -127,4 +141,4 @@ def test_fxev_serve_with_a_corrupt_token_store_is_one_line_before_any_worker(
     )  # fmt: skip
     ran = Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
     message = assert_one_line_error(ran)
-    assert str(home / "tokens.sqlite") in message, message
+    assert str(damaged) in message, message
