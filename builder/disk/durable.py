@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 
 from builder.disk import faults
-
-# The mode a plain ``open()`` gives a new file (0666 less the umask), read once at import: the
-# tree is served by static hosts and mirrors that may run as another user, and ``mkstemp``'s
-# 0600 suits secrets, which are written elsewhere (``gateway/pagetoken.py``, ``logkey.py``).
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
-FILE_MODE = 0o666 & ~_UMASK
 
 
 def fsync_dir(path: Path) -> None:
@@ -47,14 +40,13 @@ def replace_durably(
 
     The new name is a ``.tmp-*`` file in ``staging`` (same file system) or else beside ``path``;
     a process killed before the rename leaves it there. ``sync_folder=False``: the caller fsyncs
-    the folder itself, once for many files. The file gets :data:`FILE_MODE`, as from ``open()``.
+    the folder itself, once for many files. The file gets the mode ``open()`` gives.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if staging is not None:
         staging.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=staging or path.parent, prefix=".tmp-")
+    fd, tmp = new_file(staging or path.parent)
     try:
-        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             if fsync:
@@ -68,6 +60,21 @@ def replace_durably(
         raise
     if fsync and sync_folder:
         fsync_dir(path.parent)
+
+
+def new_file(folder: Path) -> tuple[int, str]:
+    """A new ``.tmp-*`` file in ``folder``, open for writing, with the mode a plain ``open()``
+    gives (0666 less the process's umask, applied by the kernel): the tree is served by static
+    hosts and mirrors that may run as another user. ``mkstemp``'s 0600 suits secrets, which
+    are written elsewhere (``gateway/pagetoken.py``, ``builder/publish/logkey.py``)."""
+    for _ in range(100):
+        name = os.path.join(folder, f".tmp-{secrets.token_hex(8)}")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no new temporary name in {folder}")
 
 
 def mark_durably(path: Path) -> None:
