@@ -21,7 +21,6 @@ from sanic.exceptions import MethodNotAllowed, NotFound
 from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
-from builder.core.errors import PathError
 from builder.core.settings import Settings, load_settings
 from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
@@ -114,12 +113,10 @@ class HomeStores:
 def check_stores(settings: Settings) -> None:
     """Open and close, once in the main process, what each worker opens first: one that cannot
     be opened (a corrupt file, a folder where a file is due) is then one line from ``fxev
-    serve`` before any worker starts, not a worker's traceback that stops them all."""
+    serve`` before any worker starts, not a worker's traceback that stops them all. (A ledger
+    that cannot be written is not one of them: the gateway starts and answers 503 meanwhile.)"""
     if not settings.redis_url:
         HomeStores.open(settings).close()
-    ledger = ledger_folder(settings.home)
-    if ledger.exists() and not ledger.is_dir():
-        raise PathError(f"cannot use {ledger}: the ledger's folder is a file")
     TreeReader(settings.site).pointer()
 
 
