@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import dataclasses
-import functools
 import hashlib
 from collections.abc import Callable
 from typing import Any
@@ -52,7 +51,7 @@ class Undo:
     needed: Callable[[tuple[Any, ...], Any], bool]
 
 
-Late = Callable[[Any], None]  # given the reply of a call whose caller gave up
+Call = tuple[tuple[str, ...], tuple[Any, ...]]  # a script call's keys and arguments
 
 
 class PipeError(ConnectionError):
@@ -72,12 +71,16 @@ class _Connection(asyncio.Protocol):
     """Requests written as they come, replies matched first in, first out. One timer per
     connection, not one per request: every ``timeout_s / 2`` while replies are awaited, a
     connection whose oldest waiting request is older than ``timeout_s`` is retired, failing them
-    all (a ``wait_for`` per request cost more than the rest of the round trip). Each waiting
-    request may carry a ``late`` callback, given its reply if it comes after its caller gave up."""
+    all (a ``wait_for`` per request cost more than the rest of the round trip). A waiting
+    request may name its script ``call``, which ``on_late`` is given with the reply if the reply
+    comes after its caller gave up."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(
+        self, timeout_s: float, on_late: Callable[[_Connection, Call, Any], None] | None = None
+    ) -> None:
         self.reader = hiredis.Reader()
-        self.waiting: collections.deque[tuple[asyncio.Future[Any], Late | None]] = (
+        self.on_late = on_late
+        self.waiting: collections.deque[tuple[asyncio.Future[Any], Call | None]] = (
             collections.deque()
         )
         self.sent: collections.deque[float] = collections.deque()
@@ -95,12 +98,12 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)
         while (reply := self.reader.gets()) is not False:
-            future, late = self.waiting.popleft()
+            future, call = self.waiting.popleft()
             self.sent.popleft()
             if not future.done():
                 future.set_result(reply)
-            elif late is not None and not future.cancelled():  # failed by retire(): ran late
-                late(reply)
+            elif call is not None and self.on_late is not None and not future.cancelled():
+                self.on_late(self, call, reply)  # failed by retire(): Redis ran it late
         if self.retired and not self.waiting:
             self.close()  # every late reply is in, and every undo answered
 
@@ -113,11 +116,11 @@ class _Connection(asyncio.Protocol):
             if not future.done():
                 future.set_exception(PipeError(f"connection to Redis lost: {exc or 'closed'}"))
 
-    def send(self, data: bytes, late: Late | None = None) -> asyncio.Future[Any]:
+    def send(self, data: bytes, call: Call | None = None) -> asyncio.Future[Any]:
         if self.transport is None:
             raise PipeError("connection to Redis lost")
         future = self.loop.create_future()
-        self.waiting.append((future, late))
+        self.waiting.append((future, call))
         self.sent.append(self.loop.time())
         if not self.pending:
             self.loop.call_soon(self._flush)
@@ -148,7 +151,7 @@ class _Connection(asyncio.Protocol):
         for future, _ in self.waiting:
             if not future.done():
                 future.set_exception(error)
-        if any(late is not None for _, late in self.waiting):
+        if self.on_late is not None and any(call is not None for _, call in self.waiting):
             self.loop.call_later(DRAIN_S, self.close)
         else:
             self.close()
@@ -194,7 +197,9 @@ class PipelinedScript:
             try:
                 _, connection = await asyncio.wait_for(
                     loop.create_connection(
-                        lambda: _Connection(self.timeout_s), self.host, self.port
+                        lambda: _Connection(self.timeout_s, self._late if self.undo else None),
+                        self.host,
+                        self.port,
                     ),
                     self.timeout_s,
                 )
@@ -225,9 +230,9 @@ class PipelinedScript:
         connection = await self._connected()
         return await self._checked_script(connection, b"EVALSHA", self.sha, keys, args)
 
-    def _late(self, connection: _Connection, keys: tuple[str, ...], args: tuple[Any, ...],
-              reply: Any) -> None:  # fmt: skip
+    def _late(self, connection: _Connection, call: Call, reply: Any) -> None:
         """A reply that came after its caller gave up: undo what it did, if it did anything."""
+        keys, args = call
         undo = self.undo
         if undo is None or isinstance(reply, hiredis.ReplyError) or not undo.needed(args, reply):
             return
@@ -239,8 +244,8 @@ class PipelinedScript:
         self, connection: _Connection, verb: bytes, body: bytes, keys: tuple[str, ...],
         args: tuple[Any, ...],
     ) -> Any:  # fmt: skip
-        late = None if self.undo is None else functools.partial(self._late, connection, keys, args)
-        reply = await connection.send(command(verb, body, len(keys), *keys, *args), late)
+        call = None if self.undo is None else (keys, args)
+        reply = await connection.send(command(verb, body, len(keys), *keys, *args), call)
         if isinstance(reply, hiredis.ReplyError):
             if verb == b"EVALSHA" and str(reply).startswith("NOSCRIPT"):
                 if connection.retired:  # no longer watched: its wait would know no bound

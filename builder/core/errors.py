@@ -137,13 +137,17 @@ def from_environment(error: BaseException) -> FxevError | None:
     if isinstance(error, OSError) and error.errno in PATH_ERRNOS and error.filename is not None:
         return PathError(f"cannot use {error.filename}: {error.strerror or error}")
     if isinstance(error, sqlite3.DatabaseError):
-        code = getattr(error, "sqlite_errorcode", None)
-        primary = None if code is None else code & 0xFF
-        if primary in _SQLITE_STORAGE or "database or disk is full" in str(error):
+        if _primary(error) in _SQLITE_STORAGE or "database or disk is full" in str(error):
             return StorageError(f"cannot write the database: {error}")
-        if primary in _SQLITE_CORRUPT:
+        if _primary(error) in _SQLITE_CORRUPT:
             return IntegrityError(f"the database is corrupt: {error}")
     return None
+
+
+def _primary(error: sqlite3.DatabaseError) -> int | None:
+    """SQLite's primary result code of ``error`` (the low byte of its extended code)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
 
 
 @contextlib.contextmanager
@@ -153,8 +157,7 @@ def database_at(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.DatabaseError as error:
-        code = getattr(error, "sqlite_errorcode", None)
-        if code is None or code & 0xFF not in _SQLITE_CORRUPT:
+        if _primary(error) not in _SQLITE_CORRUPT:
             raise
         raise IntegrityError(f"{path} is not a usable database: {error}") from error
 
