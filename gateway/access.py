@@ -6,6 +6,7 @@ cookie its sign-in sets. A valid token is left on ``request.ctx.token`` for the 
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -13,13 +14,19 @@ from sanic import Request
 
 from gateway.edge import FILL
 from gateway.errors import InvalidToken, NotReady, RateLimited, Unauthorized
+from gateway.fleet_limits import Behind
 from gateway.ratelimit import now_us
 
 if TYPE_CHECKING:
     from gateway.fleet_limits import RedisGate
+    from gateway.published import PublishedView
+    from gateway.ratelimit import Decision
     from tokens.store import TokenRecord
 
 COOKIE = "fxev_sesion"
+# Seconds a request waits for its host's mirror beyond one mirror interval (FXEV_MIRROR_INTERVAL_S)
+# when its token was answered at a later revision: what one mirror run takes.
+CATCH_UP_MARGIN_S = 2.0
 
 
 def bearer_token(authorization: str) -> str | None:
@@ -109,9 +116,34 @@ async def admitted(request: Request, token: str) -> TokenRecord | None:
         return checked
     if request.app.ctx.secret is None:  # Redis not reached since this worker started
         raise NotReady("The shared state is unavailable.")
-    record, decision = await gate.admit_async(token, now_us())
+    record, decision = await admitted_at_mark(request, gate, token)
     if record is not None:
         request.ctx.token = record
         if not decision.allowed:
             raise RateLimited(decision.retry_after)
     return record
+
+
+async def admitted_at_mark(
+    request: Request, gate: RedisGate, token: str
+) -> tuple[TokenRecord | None, Decision]:
+    """The fleet's admission of ``token`` at this gateway's published revision. A token already
+    answered at a later revision (by a gateway whose mirror is ahead of this one's) waits for
+    this host's mirror to reach it, at most one mirror interval and :data:`CATCH_UP_MARGIN_S`,
+    then is admitted (and counted) at it: its ``dataset_revision`` never goes back (DECISIONS
+    4). Not reached in time: 503 ``INTERNAL``, retryable, recorded for the token, nothing
+    counted (docs/operating/fleet.md#monotonic)."""
+    view: PublishedView = request.app.ctx.view
+    deadline = time.monotonic() + request.app.ctx.settings.mirror_interval_s + CATCH_UP_MARGIN_S
+    while True:
+        current = view.current()
+        try:
+            return await gate.admit_async(
+                token, now_us(), 0 if current is None else current.revision
+            )
+        except Behind as behind:
+            request.ctx.token = behind.record
+            if not await view.reached(behind.mark, deadline - time.monotonic()):
+                raise NotReady(
+                    f"This gateway has not mirrored revision {behind.mark} yet."
+                ) from behind

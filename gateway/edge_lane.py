@@ -37,6 +37,7 @@ from sanic.log import error_logger
 
 from gateway import edge
 from gateway.access import bearer_token
+from gateway.fleet_limits import Behind
 from gateway.ledger import Ledger, LedgerEntry
 from gateway.ratelimit import now_us
 from gateway.routes import Remembered, remembered
@@ -96,6 +97,7 @@ class Cleared:
     token: str
     answer: Remembered
     cors: str  # sending.cors_state of the request's Origin
+    revision: int  # the published revision the answer was memoised at
 
 
 def passed(x_request_id: str, etag: str, cors: str) -> bytes:
@@ -149,12 +151,13 @@ class AuthLane:
         except UnicodeDecodeError:
             return FULL_STEP
         path, _, query = original.partition("?")
-        if token is None or "#" in original or self.view.current() is None:
+        current = self.view.current()
+        if token is None or "#" in original or current is None:
             return FULL_STEP
         answer = remembered(self.view, path, query)
         if answer is None:
             return FULL_STEP
-        return Cleared(path, query, token, answer, cors)
+        return Cleared(path, query, token, answer, cors, current.revision)
 
     def admitted(self, cleared: Cleared) -> TokenRecord | None:
         """The token's record, counted by the limiter, or None (refused: nothing counted)."""
@@ -165,9 +168,15 @@ class AuthLane:
         return record
 
     async def admitted_fleet(self, cleared: Cleared) -> TokenRecord | None:
-        """:meth:`admitted` in fleet mode: one round trip to Redis."""
+        """:meth:`admitted` in fleet mode: one round trip to Redis. A token answered at a later
+        revision than this worker's is left to the full step, which waits for the mirror."""
         assert self.fleet is not None
-        record, decision = await self.fleet.admit_async(cleared.token, now_us())
+        try:
+            record, decision = await self.fleet.admit_async(
+                cleared.token, now_us(), cleared.revision
+            )
+        except Behind:
+            return None
         return record if record is not None and decision.allowed else None
 
     def entry(self, cleared: Cleared, token: TokenRecord, x_request_id: str) -> LedgerEntry:

@@ -12,6 +12,7 @@ awaits it, serving other requests meanwhile, on one pipelined connection
 ``fxev:rl:{<id>}:min``          a list: the instants (us) of its last ``per_min`` accepted
                                 requests, newest first; expires 61 s after the last one
 ``fxev:rl:{<id>}:day:<date>``   the count of the Lima day ``<date>``; expires a day after it ends
+``fxev:rv:{<id>}``              the newest published revision a gateway answered the token at
 ``fxev:page_secret``            the page-token secret, set once (``SET NX``)
 ``fxev:edge_secret``            the edge's credential (:mod:`gateway.edge`), set once likewise
 
@@ -21,6 +22,12 @@ passes is pushed (``LPUSH`` + ``LTRIM``) and counted (``INCR``); a refused one w
 returns the wait in microseconds, which :func:`gateway.ratelimit.after_wait` turns into
 ``Retry-After`` as on one host. Instants come from the gateway's real clock (never ``FXEV_NOW``);
 the Lima day and its end from :class:`gateway.ratelimit.LimaClock`.
+
+Each gateway host mirrors a publish on its own poll, so for a moment two gateways serve two
+revisions. The script also keeps, per token, the newest revision it was answered at (its
+*mark*), so that a client's ``dataset_revision`` never goes back when it moves to another
+gateway (DECISIONS 4): a gateway whose published revision is below the mark is told so, with
+nothing counted, and waits for its mirror (:func:`gateway.access.admitted`).
 
 Redis unreachable: every call raises :class:`~gateway.errors.NotReady` (503 ``INTERNAL``,
 retryable); nothing passes unlimited. The client reconnects by itself on the next request.
@@ -52,11 +59,14 @@ TIMEOUT_S = 1.0
 MEMO_SIZE = 1024
 DAY_MS = 86_400_000  # a day counter outlives its day by a day
 
-# KEYS: the token's hash, its minute list, its day counter.
+# KEYS: the token's hash, its minute list, its day counter, its revision mark.
 # ARGV: the presented text's hash ('' = the caller checked the token), now (us), per_min,
 #       per_day, the Lima day's end (us), the window (us), the day counter's expiry (ms),
-#       '1' to count the request against the limits ('0': the token checked alone, wait 0).
-# Returns {0} for a refused token, else {1, wait_us, name, created_at, expires}.
+#       '1' to count the request against the limits ('0': the token checked alone, wait 0),
+#       the caller's published revision ('' = no mark read or raised).
+# Returns {0} for a refused token; {2, mark, name, created_at, expires} for a valid one whose
+# mark is above the caller's revision (nothing counted); else {1, wait_us, name, created_at,
+# expires}, and a request counted raises the mark to the caller's revision.
 ADMIT = """
 local now = tonumber(ARGV[2])
 local t = redis.call('HMGET', KEYS[1], 'hash', 'revoked_at', 'expires_at_us', 'name',
@@ -66,6 +76,12 @@ if ARGV[1] ~= '' then
   if t[3] and t[3] ~= '' and now >= tonumber(t[3]) then return {0} end
 end
 if ARGV[8] == '0' then return {1, 0, t[4] or '', t[5] or '', t[6] or ''} end
+local revision = tonumber(ARGV[9])
+local mark = 0
+if revision then
+  mark = tonumber(redis.call('GET', KEYS[4]) or '0')
+  if mark > revision then return {2, mark, t[4] or '', t[5] or '', t[6] or ''} end
+end
 local per_min = tonumber(ARGV[3])
 local window = tonumber(ARGV[6])
 local wait = 0
@@ -83,6 +99,7 @@ if wait == 0 then
   redis.call('PEXPIRE', KEYS[2], 61000)
   redis.call('INCR', KEYS[3])
   redis.call('PEXPIREAT', KEYS[3], ARGV[7])
+  if revision and revision > mark then redis.call('SET', KEYS[4], ARGV[9]) end
 end
 return {1, wait, t[4] or '', t[5] or '', t[6] or ''}
 """
@@ -107,12 +124,26 @@ def counted(args: tuple[Any, ...], reply: Any) -> bool:
 UNDO_LATE = Undo(UNDO, counted)
 
 
+class Behind(Exception):
+    """A valid token whose mark (the newest revision a gateway answered it at) is above the
+    caller's published revision: nothing was counted."""
+
+    def __init__(self, record: TokenRecord, mark: int) -> None:
+        super().__init__(f"the token was answered at revision {mark}")
+        self.record = record
+        self.mark = mark
+
+
 def minute_key(token_id: str) -> str:
     return "fxev:rl:{" + token_id + "}:min"
 
 
 def day_key(token_id: str, day: str) -> str:
     return "fxev:rl:{" + token_id + "}:day:" + day
+
+
+def mark_key(token_id: str) -> str:
+    return "fxev:rv:{" + token_id + "}"
 
 
 def connect(url: str) -> redis.Redis:
@@ -159,11 +190,22 @@ class RedisGate:
             self.pipe.close()
 
     def _call(
-        self, token_id: str, text_hash: str, now_us: int, count: bool = True
+        self,
+        token_id: str,
+        text_hash: str,
+        now_us: int,
+        count: bool = True,
+        revision: int | None = None,
     ) -> tuple[tuple[str, ...], tuple[Any, ...]]:
-        """The script's keys and arguments for one request (``count``: against its limits)."""
+        """The script's keys and arguments for one request (``count``: against its limits;
+        ``revision``: the caller's published revision, checked against the token's mark)."""
         span = self._lima.day(now_us)
-        keys = (token_key(token_id), minute_key(token_id), day_key(token_id, span.day.isoformat()))
+        keys = (
+            token_key(token_id),
+            minute_key(token_id),
+            day_key(token_id, span.day.isoformat()),
+            mark_key(token_id),
+        )
         limits = self.limits
         day_expiry_ms = span.end_us // 1000 + DAY_MS
         args = (
@@ -175,6 +217,7 @@ class RedisGate:
             WINDOW_US,
             day_expiry_ms,
             "1" if count else "0",
+            "" if revision is None else revision,
         )
         return keys, args
 
@@ -186,14 +229,18 @@ class RedisGate:
             raise NotReady("The shared state is unavailable.") from error
 
     async def admit_async(
-        self, token_text: str, now_us: int
+        self, token_text: str, now_us: int, revision: int | None = None
     ) -> tuple[TokenRecord | None, Decision]:
         """:meth:`admit` on the worker's event loop: while Redis answers, the worker serves
-        other requests, and Redis writes the scripts of all of them to its AOF with one fsync."""
+        other requests, and Redis writes the scripts of all of them to its AOF with one fsync.
+
+        With ``revision`` (the caller's published revision, 0 before its first), the token's
+        mark is checked, and raised by a request counted: :class:`Behind` if the token was
+        answered at a later revision already, with nothing counted."""
         token_id = parse_token_id(token_text)
         if token_id is None:
             return None, after_wait(0)
-        keys, args = self._call(token_id, token_hash(token_text), now_us)
+        keys, args = self._call(token_id, token_hash(token_text), now_us, revision=revision)
         assert self.pipe is not None, "opened without its event loop's pipe"
         try:
             found = await self.pipe.call(keys, args)
@@ -201,6 +248,8 @@ class RedisGate:
             raise NotReady("The shared state is unavailable.") from error
         if found[0] == 0:
             return None, after_wait(0)
+        if found[0] == 2:
+            raise Behind(self._record(token_id, found[2:]), int(found[1]))
         return self._record(token_id, found[2:]), after_wait(int(found[1]))
 
     async def check_async(self, token_text: str, now_us: int) -> TokenRecord | None:

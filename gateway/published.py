@@ -7,14 +7,19 @@ moves. The memo is bounded in entries and in the bytes of the bodies it holds.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
+import time
 from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
 from builder.tree.layout import POINTER
 from builder.tree.reader import TreeReader
+
+# How often a request waiting for the pointer to reach a revision looks at it again (a stat).
+POLL_S = 0.05
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,6 +62,19 @@ class PublishedView:
             self._memo.clear()
             self._memo_held = 0
         return self._current
+
+    async def reached(self, revision: int, within_s: float) -> bool:
+        """Whether the published revision reaches ``revision`` within ``within_s`` seconds,
+        looked at every :data:`POLL_S` (the event loop serves other requests meanwhile)."""
+        deadline = time.monotonic() + within_s
+        while True:
+            current = self.current()
+            if current is not None and current.revision >= revision:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(POLL_S, left))
 
     def memo_get(self, key: Hashable) -> Any:
         """What was memoised under ``key`` for the published revision, or None."""

@@ -109,6 +109,50 @@ def test_the_awaited_token_check_answers_as_the_blocking_one_and_counts_nothing(
     asyncio.run(scenario())
 
 
+def test_the_gate_keeps_each_tokens_newest_revision_and_counts_nothing_behind_it(
+    redis_server: RedisServer,
+) -> None:
+    """DECISIONS 4 across gateways (gateway/fleet_limits.py, the mark): a request counted at a
+    revision raises the token's mark to it; one at a revision below the mark is
+    :class:`~gateway.fleet_limits.Behind` (the mark, the token's record) with nothing counted;
+    a refused one (over the limit) raises nothing; without a revision, no mark is read."""
+    from gateway.fleet_limits import Behind, mark_key, minute_key
+    from tokens.redis_store import RedisTokenStore
+
+    now = datetime.now(UTC)
+    with RedisTokenStore.open(redis_server.url) as store:
+        token = store.issue("s21-mark", None, now)
+        bogus = token.token_text[:-1] + ("x" if token.token_text[-1] != "x" else "y")
+    gate = RedisGate.open(redis_server.url, Limits(per_min=4, per_day=9))
+    admin = redis_server.client()
+
+    def state() -> tuple[int, int]:
+        return admin.llen(minute_key(token.id)), int(admin.get(mark_key(token.id)) or 0)
+
+    async def scenario() -> None:
+        at = epoch_us(now)
+        try:
+            assert (await gate.admit_async(token.token_text, at, 5))[1].allowed
+            assert state() == (1, 5)
+            with pytest.raises(Behind) as behind:
+                await gate.admit_async(token.token_text, at + 1, 4)
+            assert (behind.value.mark, behind.value.record.id) == (5, token.id)
+            assert state() == (1, 5)  # nothing counted
+            assert (await gate.admit_async(bogus, at + 2, 1))[0] is None  # no mark for a bogus one
+            assert (await gate.admit_async(token.token_text, at + 3, 5))[1].allowed
+            assert (await gate.admit_async(token.token_text, at + 4, 6))[1].allowed
+            assert state() == (3, 6)
+            assert (await gate.admit_async(token.token_text, at + 5))[1].allowed  # no revision
+            assert state() == (4, 6)
+            refused = await gate.admit_async(token.token_text, at + 6, 9)
+            assert not refused[1].allowed and state() == (4, 6)  # over the limit: not raised
+        finally:
+            await gate.aclose()
+            admin.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_stalled_redis_never_holds_the_event_loop_while_alerts_are_read(
     redis_server: RedisServer,
 ) -> None:

@@ -6,6 +6,8 @@ processes; load is bounded in time and count. Tests that stop a process start it
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +21,7 @@ from builder.demo import local_source
 from builder.fleet import GatewayHost, Topology, plan
 from builder.fleet.processes import CREDENTIALS
 from builder.objstore.s3 import ObjectStore
+from gateway.access import CATCH_UP_MARGIN_S
 from gateway.shipping import INTERVAL_VARIABLE, shipped_entries
 from tests.contract.conftest import NOW
 from tests.fleet.conftest import seconds_to_lima_midnight
@@ -238,15 +241,17 @@ def test_through_the_edge_a_clients_revision_never_goes_back_while_a_mirror_lags
     [edge] = fleet.fronts
     lagging = fleet.gateways[1]
     tokens = [issue(fleet, f"monotonic-{n}")[1] for n in range(6)]
+    # Each asks one gateway directly (a token answered the new revision would wait on the other).
+    ahead, behind = (issue(fleet, f"monotonic-probe-{n}")[1] for n in range(2))
     lagging.mirror.stop()
     try:
         revision = correct(fleet, b"21/09/2026|3.361|3.369|\r\n")
         wait_for(
-            lambda: latest(fleet.gateways[0], tokens[0])["dataset_revision"] == revision,
+            lambda: latest(fleet.gateways[0], ahead)["dataset_revision"] == revision,
             MIRROR_INTERVAL_S + 15,
             "the other gateway serving the new revision",
         )
-        assert latest(lagging, tokens[0])["dataset_revision"] < revision
+        assert latest(lagging, behind)["dataset_revision"] < revision
         for token in tokens:
             seen = [
                 requests.get(edge.url + LATEST, headers={"Authorization": f"Bearer {token}"},
@@ -257,10 +262,74 @@ def test_through_the_edge_a_clients_revision_never_goes_back_while_a_mirror_lags
     finally:
         lagging.mirror.start()
     wait_for(
-        lambda: latest(lagging, tokens[0])["dataset_revision"] == revision,
+        lambda: latest(lagging, behind)["dataset_revision"] == revision,
         MIRROR_INTERVAL_S + 15,
         "the lagging gateway catching up",
     )
+
+
+def test_a_client_moved_to_a_gateway_a_mirror_behind_waits_for_it_and_never_goes_back(
+    fleet: Topology,
+) -> None:
+    """DECISIONS 4 when a client moves (its gateway failed, or it asks the gateways directly):
+    answered the new revision by one gateway, a token asking another whose mirror lags is not
+    answered the old one. That gateway waits for its mirror (one mirror interval and a margin);
+    mirrored meanwhile, it answers the new revision; not, a retryable 503 that the ledger holds
+    and the limits do not count. A token never answered at the new revision is served at once."""
+    fresh, lagging = fleet.gateways
+    token = issue(fleet, "moved")[1]
+    other = issue(fleet, "stayed")[1]
+    assert lagging.mirror.process is not None
+    mirror_pid = lagging.mirror.process.pid
+    os.kill(mirror_pid, signal.SIGSTOP)  # by its PID; its next poll comes once resumed
+    try:
+        revision = correct(fleet, b"21/09/2026|3.362|3.371|\r\n")
+        asked = []  # the token's requests answered 200 (each counted)
+
+        def fresh_serves_it() -> bool:
+            asked.append(latest(fresh, token))
+            return asked[-1]["dataset_revision"] == revision
+
+        wait_for(fresh_serves_it, MIRROR_INTERVAL_S + 15, "the fresh gateway serving it")
+        before = latest(lagging, other)["dataset_revision"]
+        assert before < revision
+
+        started = time.monotonic()
+        refused = get(lagging, LATEST, token)
+        waited = time.monotonic() - started
+        assert_internal_retryable(refused)
+        assert waited >= MIRROR_INTERVAL_S + CATCH_UP_MARGIN_S - 0.1, waited
+        assert latest(lagging, other)["dataset_revision"] == before  # no one else waits
+
+        answered: list[requests.Response] = []
+        asking = threading.Thread(target=lambda: answered.append(get(lagging, LATEST, token)))
+        asking.start()
+        time.sleep(0.5)  # the request is waiting for the mirror when it resumes
+        os.kill(mirror_pid, signal.SIGCONT)
+        asking.join(timeout=30)
+    finally:
+        os.kill(mirror_pid, signal.SIGCONT)
+    [resp] = answered
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["dataset_revision"] == revision
+    assert (resp.json()["compra"], resp.json()["venta"]) == ("3.362", "3.371")
+
+    found: list[dict[str, Any]] = []
+
+    def shown() -> bool:
+        ran = fleet.fxev(
+            fleet.operator_env, "requests", "show", refused.headers["X-Request-Id"], check=False
+        )
+        if ran.code == 0:
+            found[:] = ran.last["entries"]
+        return bool(found)
+
+    wait_for(shown, 30, "the 503's ledger entry shipped")
+    [entry] = found
+    assert (entry["status"], entry["path"]) == (503, "/v1/rates/latest"), entry
+    # Counted: the requests answered 200 only (the refused one waited with nothing counted).
+    statuses = [get(fresh, LATEST, token).status_code for _ in range(PER_MIN - len(asked))]
+    assert statuses == [200] * (PER_MIN - len(asked) - 1) + [429], (len(asked), statuses)
 
 
 def test_a_flipped_byte_in_the_store_is_refused_and_the_gateways_keep_serving(
@@ -420,6 +489,7 @@ def test_redis_holds_hashes_counts_and_the_alert_state_only(fleet: Topology) -> 
         client.close()
     assert {"fxev:page_secret", "fxev:tokens", "fxev:alerts"} <= set(keys)
     assert any(key.endswith(":min") for key in keys)
+    assert any(key.startswith("fxev:rv:{") for key in keys)  # a revision mark per token
     assert b"fxev_" not in values  # no token's text, only its hash
     assert (fleet.root / "redis" / "appendonlydir").is_dir()
 

@@ -5,6 +5,7 @@ ledger leaves the step to the full one; ``Connection: close`` honoured."""
 from __future__ import annotations
 
 import asyncio
+import types
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from gateway import edge, edge_lane
 from gateway.edge_lane import FULL_STEP, HEAD_LIMIT, NOT_HERE, AuthLane, LaneConnection
+from gateway.fleet_limits import Behind
 from gateway.ledger import LedgerUnavailable
 from gateway.ratelimit import ALLOWED, Decision
 from tokens.store import TokenRecord
@@ -23,8 +25,10 @@ RECORD = TokenRecord("t1", "lane", datetime(2026, 1, 1, tzinfo=UTC), None, None)
 
 
 class View:
+    revision = 7  # the published revision its memo holds
+
     def current(self) -> object:
-        return object()
+        return types.SimpleNamespace(revision=self.revision)
 
     def memo_get(self, key: object) -> Any:
         if key == ("rates?", TARGET.partition("?")[2]):
@@ -195,6 +199,51 @@ def test_a_failed_ledger_leaves_the_step_to_the_full_one() -> None:
         ledger.futures[0].set_exception(LedgerUnavailable("disk full"))
         await settle()
         assert transport.written == FULL_STEP and not transport.closed
+
+    asyncio.run(run())
+
+
+class FleetGate:
+    """Redis's answer as :class:`gateway.fleet_limits.RedisGate` gives it: the token's mark is
+    ``mark``; a revision below it is :class:`Behind`, nothing counted."""
+
+    def __init__(self, mark: int) -> None:
+        self.mark = mark
+        self.asked: list[int | None] = []
+
+    async def admit_async(
+        self, text: str, now_us: int, revision: int | None = None
+    ) -> tuple[TokenRecord | None, Decision]:
+        self.asked.append(revision)
+        if revision is not None and revision < self.mark:
+            raise Behind(RECORD, self.mark)
+        return RECORD, ALLOWED
+
+
+@pytest.mark.parametrize(("mark", "taken"), [(View.revision, True), (View.revision + 1, False)])
+def test_a_token_answered_at_a_later_revision_is_left_to_the_full_step(
+    mark: int, taken: bool
+) -> None:
+    """Fleet mode: the lane passes Redis the revision its memo holds; a token answered at a
+    later one elsewhere is left, uncounted and unrecorded, to the full step, which waits for
+    this host's mirror (gateway.access.admitted_at_mark)."""
+
+    async def run() -> None:
+        gate, ledger, transport = FleetGate(mark), Ledger(), Transport()
+        lane = AuthLane(View(), ledger, CREDENTIAL, fleet=gate)  # type: ignore[arg-type]
+        conn = LaneConnection(lane)
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        conn.data_received(step())
+        await settle()
+        for done in ledger.futures:
+            done.set_result(None)
+        await settle()
+        assert gate.asked == [View.revision]
+        assert (len(ledger.entries), transport.written.startswith(b"HTTP/1.1 200 ")) == (
+            (1, True) if taken else (0, False)
+        )
+        if not taken:
+            assert transport.written == FULL_STEP
 
     asyncio.run(run())
 
