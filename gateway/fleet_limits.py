@@ -27,7 +27,7 @@ Each gateway host mirrors a publish on its own poll, so for a moment two gateway
 revisions. The script also keeps, per token, the newest revision it was answered at (its
 *mark*), so that a client's ``dataset_revision`` never goes back when it moves to another
 gateway (DECISIONS 4): a gateway whose published revision is below the mark is told so, with
-nothing counted, and waits for its mirror (:func:`gateway.access.admitted`).
+nothing counted, and waits for its mirror (:func:`gateway.access.admitted_at_mark`).
 
 Redis unreachable: every call raises :class:`~gateway.errors.NotReady` (503 ``INTERNAL``,
 retryable); nothing passes unlimited. The client reconnects by itself on the next request.
@@ -64,9 +64,11 @@ DAY_MS = 86_400_000  # a day counter outlives its day by a day
 #       per_day, the Lima day's end (us), the window (us), the day counter's expiry (ms),
 #       '1' to count the request against the limits ('0': the token checked alone, wait 0),
 #       the caller's published revision ('' = no mark read or raised).
-# Returns {0} for a refused token; {2, mark, name, created_at, expires} for a valid one whose
-# mark is above the caller's revision (nothing counted); else {1, wait_us, name, created_at,
-# expires}, and a request counted raises the mark to the caller's revision.
+# Returns {0} for a refused token; {2, mark, name, created_at, expires} for a valid one under
+# its limits whose mark is above the caller's revision (nothing counted); else {1, wait_us, name,
+# created_at, expires} (over a limit: its 429 carries no revision, and is answered at once), and
+# a request counted raises the mark to the caller's revision. Not counting ('0'),
+# the revision given only raises the mark of a valid token (the caller's pointer moved).
 ADMIT = """
 local now = tonumber(ARGV[2])
 local t = redis.call('HMGET', KEYS[1], 'hash', 'revoked_at', 'expires_at_us', 'name',
@@ -75,12 +77,12 @@ if ARGV[1] ~= '' then
   if t[1] ~= ARGV[1] or (t[2] and t[2] ~= '') then return {0} end
   if t[3] and t[3] ~= '' and now >= tonumber(t[3]) then return {0} end
 end
-if ARGV[8] == '0' then return {1, 0, t[4] or '', t[5] or '', t[6] or ''} end
 local revision = tonumber(ARGV[9])
 local mark = 0
-if revision then
-  mark = tonumber(redis.call('GET', KEYS[4]) or '0')
-  if mark > revision then return {2, mark, t[4] or '', t[5] or '', t[6] or ''} end
+if revision then mark = tonumber(redis.call('GET', KEYS[4]) or '0') end
+if ARGV[8] == '0' then
+  if revision and revision > mark then redis.call('SET', KEYS[4], ARGV[9]) end
+  return {1, 0, t[4] or '', t[5] or '', t[6] or ''}
 end
 local per_min = tonumber(ARGV[3])
 local window = tonumber(ARGV[6])
@@ -93,6 +95,9 @@ end
 local count = tonumber(redis.call('GET', KEYS[3]) or '0')
 local day_end = tonumber(ARGV[5])
 if count >= tonumber(ARGV[4]) and day_end - now > wait then wait = day_end - now end
+if wait == 0 and mark > (revision or mark) then
+  return {2, mark, t[4] or '', t[5] or '', t[6] or ''}
+end
 if wait == 0 then
   redis.call('LPUSH', KEYS[2], ARGV[2])
   redis.call('LTRIM', KEYS[2], 0, per_min - 1)
@@ -265,6 +270,19 @@ class RedisGate:
         except PipeError as error:
             raise NotReady("The shared state is unavailable.") from error
         return None if found[0] == 0 else self._record(token_id, found[2:])
+
+    async def mark_async(self, token_text: str, now_us: int, revision: int) -> None:
+        """Raise the mark of a token just admitted to ``revision``, the caller's published
+        revision when its pointer moved during the admission's round trip; nothing counted."""
+        token_id = parse_token_id(token_text)
+        if token_id is None:
+            return
+        keys, args = self._call(token_id, token_hash(token_text), now_us, False, revision)
+        assert self.pipe is not None, "opened without its event loop's pipe"
+        try:
+            await self.pipe.call(keys, args)
+        except PipeError as error:
+            raise NotReady("The shared state is unavailable.") from error
 
     def admit(self, token_text: str, now_us: int) -> tuple[TokenRecord | None, Decision]:
         """The token's record (None: unknown, revoked or expired at ``now_us``) and, for a valid

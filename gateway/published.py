@@ -18,8 +18,10 @@ from typing import Any
 from builder.tree.layout import POINTER
 from builder.tree.reader import TreeReader
 
-# How often a request waiting for the pointer to reach a revision looks at it again (a stat).
+# How often the requests waiting for the pointer to reach a revision look at it again: one stat
+# for all of a worker's waiters; past WAITERS_MAX waiting in a worker, a request waits for none.
 POLL_S = 0.05
+WAITERS_MAX = 1024
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -41,6 +43,8 @@ class PublishedView:
         self._memo_size = memo_size
         self._memo_bytes = memo_bytes
         self._memo_held = 0
+        self._next_poll: asyncio.Future[Published | None] | None = None
+        self._waiters = 0
 
     def current(self) -> Published | None:
         """The published revision now, or None before the first build."""
@@ -64,17 +68,41 @@ class PublishedView:
         return self._current
 
     async def reached(self, revision: int, within_s: float) -> bool:
-        """Whether the published revision reaches ``revision`` within ``within_s`` seconds,
-        looked at every :data:`POLL_S` (the event loop serves other requests meanwhile)."""
+        """Whether the published revision reaches ``revision`` within ``within_s`` seconds (the
+        event loop serves other requests meanwhile). Every waiter of this worker shares one look
+        at the pointer each :data:`POLL_S`; with :data:`WAITERS_MAX` waiting, False at once."""
+        current = self.current()
+        if current is not None and current.revision >= revision:
+            return True
+        if self._waiters >= WAITERS_MAX:
+            return False
         deadline = time.monotonic() + within_s
-        while True:
-            current = self.current()
-            if current is not None and current.revision >= revision:
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            await asyncio.sleep(min(POLL_S, left))
+        self._waiters += 1
+        try:
+            while current is None or current.revision < revision:
+                if time.monotonic() >= deadline:
+                    return False
+                # Shielded: a waiter that goes away (its client did) leaves the poll to others.
+                current = await asyncio.shield(self._poll())
+            return True
+        finally:
+            self._waiters -= 1
+
+    def _poll(self) -> asyncio.Future[Published | None]:
+        """The published revision as the next shared look at the pointer finds it."""
+        if self._next_poll is None or self._next_poll.done():
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[Published | None] = loop.create_future()
+
+            def look() -> None:
+                try:
+                    future.set_result(self.current())
+                except Exception as error:  # a damaged tree: each waiter's request answers it
+                    future.set_exception(error)
+
+            loop.call_later(POLL_S, look)
+            self._next_poll = future
+        return self._next_poll
 
     def memo_get(self, key: Hashable) -> Any:
         """What was memoised under ``key`` for the published revision, or None."""

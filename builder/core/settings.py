@@ -190,7 +190,8 @@ SETTINGS: tuple[Setting, ...] = (
         "FXEV_MIRROR_INTERVAL_S",
         "mirror_interval_s",
         "5",
-        "how often `fxev mirror --follow` polls the store's pointer",
+        "how often `fxev mirror --follow` polls the store's pointer; a fleet gateway waits up"
+        " to this and 2 s for its mirror (set it alike on a host's gateway and mirror)",
     ),
     Setting(
         "FXEV_CORS_ORIGINS",

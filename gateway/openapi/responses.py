@@ -90,8 +90,9 @@ RESPONSES: dict[str, Any] = {
         "INTERNAL: an unexpected error; the message never carries detail.", ("INTERNAL",), True
     ),
     "Unavailable": error_response(
-        "INTERNAL: no revision published yet, the request ledger cannot be written, or the "
-        "answer was not ready within the response timeout.",
+        "INTERNAL: no revision published yet, the request ledger cannot be written, the "
+        "answer was not ready within the response timeout, or (fleet mode) this gateway's "
+        "mirror has not reached the revision the token was already answered at.",
         ("INTERNAL",),
         True,
     ),

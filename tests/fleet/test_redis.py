@@ -115,7 +115,8 @@ def test_the_gate_keeps_each_tokens_newest_revision_and_counts_nothing_behind_it
     """DECISIONS 4 across gateways (gateway/fleet_limits.py, the mark): a request counted at a
     revision raises the token's mark to it; one at a revision below the mark is
     :class:`~gateway.fleet_limits.Behind` (the mark, the token's record) with nothing counted;
-    a refused one (over the limit) raises nothing; without a revision, no mark is read."""
+    a refused one (over the limit) raises nothing; without a revision, no mark is read;
+    ``mark_async`` raises it, never lowers it, and counts nothing."""
     from gateway.fleet_limits import Behind, mark_key, minute_key
     from tokens.redis_store import RedisTokenStore
 
@@ -146,6 +147,19 @@ def test_the_gate_keeps_each_tokens_newest_revision_and_counts_nothing_behind_it
             assert state() == (4, 6)
             refused = await gate.admit_async(token.token_text, at + 6, 9)
             assert not refused[1].allowed and state() == (4, 6)  # over the limit: not raised
+            # Over the limit and behind: the 429 at once (it carries no revision), not a wait.
+            assert not (await gate.admit_async(token.token_text, at + 6, 5))[1].allowed
+            # The caller's pointer moved after its admission: raised, nothing counted.
+            await gate.mark_async(token.token_text, at + 7, 8)
+            assert state() == (4, 8)
+            await gate.mark_async(token.token_text, at + 8, 7)  # never lowered
+            await gate.mark_async(bogus, at + 9, 11)  # nor raised for another text
+            assert state() == (4, 8)
+            assert await gate.check_async(token.token_text, at + 10) is not None
+            assert state() == (4, 8)  # a check alone reads and raises nothing
+            await gate.mark_async(token.token_text, at + 11, 9)
+            await gate.mark_async(token.token_text, at + 12, 10)  # numbers, not text: 10 > 9
+            assert state() == (4, 10)
         finally:
             await gate.aclose()
             admin.close()
