@@ -204,10 +204,12 @@ def nginx_binary() -> str:
 # The edge's start: the configuration ``fxev edge config`` prints now (its credential is in Redis
 # in fleet mode, so it is asked for once Redis runs), ``user root;`` first when run as root (nginx's
 # workers would otherwise run as nobody), then nginx in the foreground in its place (``exec``), so
-# the service's PID is nginx's master.
+# the service's PID is nginx's master. The file holds the edge's credential: written under umask
+# 077, it is 0600 from its first byte (nginx then runs with the caller's umask).
 EDGE_SCRIPT = """set -e
-{ if [ "$(id -u)" -eq 0 ]; then echo 'user root;'; fi
-  "$0" -m builder edge config --listen "$1" --cache-dir "$2" $3; } > "$4"
+(umask 077 && rm -f "$4"
+ { if [ "$(id -u)" -eq 0 ]; then echo 'user root;'; fi
+   "$0" -m builder edge config --listen "$1" --cache-dir "$2" $3; } > "$4")
 exec "$5" -p "$6" -e "$6/error.log" -c "$4" -g 'daemon off;'
 """
 

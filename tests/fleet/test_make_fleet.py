@@ -103,6 +103,10 @@ def test_it_prints_a_working_curl_per_entry_point_and_ctrl_c_stops_everything(
         env_file = Path(sourced.removeprefix(". "))
         assert env_file == (tmp_path / "fleet" / "operator.env").resolve()
         assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+        # The edge's configuration holds its credential: private too.
+        edge_conf = env_file.parent / "edge" / "nginx.conf"
+        assert "X-Fxev-Edge" in edge_conf.read_text()
+        assert stat.S_IMODE(edge_conf.stat().st_mode) == 0o600
         served = requests.get(base + path, headers={"Authorization": f"Bearer {token}"}, timeout=10)
         show = (
             f". {env_file} && {ROOT}/.venv/bin/fxev requests show {served.headers['X-Request-Id']}"
