@@ -19,7 +19,7 @@ from gateway.ratelimit import now_us
 
 if TYPE_CHECKING:
     from gateway.fleet_limits import RedisGate
-    from gateway.published import PublishedView
+    from gateway.published import Published, PublishedView
     from gateway.ratelimit import Decision
     from tokens.store import TokenRecord
 
@@ -139,7 +139,9 @@ async def admitted_at_mark(
     interval_s = request.app.ctx.settings.mirror_interval_s
     deadline = time.monotonic() + min(interval_s + CATCH_UP_MARGIN_S, CATCH_UP_MAX_S)
     while True:
-        revision = published_revision(view)
+        # The revision this worker last looked at (no stat): one older than the pointer's only
+        # costs a look below, and a round trip when the mark is above it.
+        revision = revision_of(view.seen())
         try:
             record, decision = await gate.admit_async(token, now_us(), revision)
             break
@@ -149,14 +151,15 @@ async def admitted_at_mark(
                 raise NotReady(
                     f"This gateway has not mirrored revision {behind.mark} yet."
                 ) from behind
-    # The handler answers at the revision published when it runs, right after this: if the
-    # pointer moved during the round trip, the mark says so before the answer leaves.
-    while record is not None and decision.allowed and published_revision(view) > revision:
-        revision = published_revision(view)
+    # The handler answers at the revision published now: one look, which it reuses (reading.
+    # published). If the pointer moved past the revision admitted, the mark says so first.
+    while True:
+        request.ctx.published = current = view.current()
+        if record is None or not decision.allowed or revision_of(current) <= revision:
+            return record, decision
+        revision = revision_of(current)
         await gate.mark_async(token, now_us(), revision)
-    return record, decision
 
 
-def published_revision(view: PublishedView) -> int:
-    current = view.current()
-    return 0 if current is None else current.revision
+def revision_of(published: Published | None) -> int:
+    return 0 if published is None else published.revision

@@ -20,7 +20,12 @@ from gateway.ratelimit import now_us
 
 
 def published(request: Request) -> Published:
-    current = request.app.ctx.view.current()
+    """The published revision the request is answered at: in fleet mode the one its admission
+    looked at last (:func:`gateway.access.admitted_at_mark`, which its token's mark records)
+    while the view still holds it, else a look at the pointer now."""
+    view = request.app.ctx.view
+    looked = getattr(request.ctx, "published", None)
+    current = looked if view.holds(looked) else view.current()
     if current is None:
         raise NotReady("No revision has been published yet.")
     return current

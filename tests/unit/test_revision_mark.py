@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gateway import access, published
+from gateway import access, published, reading
 from gateway.errors import NotReady
 from gateway.fleet_limits import Behind
 from gateway.published import PublishedView
@@ -25,14 +25,20 @@ RECORD = TokenRecord("t1", "mark", datetime(2026, 1, 1, tzinfo=UTC), None, None)
 
 
 class View:
-    """The published revision, read on every ``current()`` from ``revisions`` (the last stays)."""
+    """The published revision, read on every ``current()`` from ``revisions`` (the last stays);
+    ``seen()`` is the last one read, as the worker holds it."""
 
     def __init__(self, *revisions: int) -> None:
         self.revisions = list(revisions)
+        self.last: Any = None
 
     def current(self) -> Any:
         revision = self.revisions.pop(0) if len(self.revisions) > 1 else self.revisions[0]
-        return types.SimpleNamespace(revision=revision)
+        self.last = types.SimpleNamespace(revision=revision)
+        return self.last
+
+    def seen(self) -> Any:
+        return self.last if self.last is not None else self.current()
 
     async def reached(self, revision: int, within_s: float) -> bool:
         loop = asyncio.get_running_loop()
@@ -120,6 +126,17 @@ def test_a_pointer_moved_during_the_round_trip_raises_the_mark_before_the_answer
     assert (gate.admitted, gate.marked, gate.mark) == ([5], [6], 6)
 
 
+def test_the_revision_last_seen_is_admitted_and_the_pointer_looked_at_once_after() -> None:
+    """The worker last looked at 5 (no stat before the round trip); the pointer says 6 now: the
+    mark is raised to 6, and the handler is given that look to answer at."""
+    gate = Gate(mark=5)
+    view = View(6)
+    view.last = types.SimpleNamespace(revision=5)
+    asked, _ = admit(view, gate)
+    assert (gate.admitted, gate.marked) == ([5], [6])
+    assert asked.ctx.published.revision == 6
+
+
 def test_a_refused_request_raises_no_mark() -> None:
     gate = Gate(mark=5, decision=after_wait(1_000_000))
     _, (record, decision) = admit(View(5, 6), gate)
@@ -128,7 +145,8 @@ def test_a_refused_request_raises_no_mark() -> None:
 
 
 class Pointer(PublishedView):
-    """A view whose pointer says ``revision`` (set by the test); counts its looks."""
+    """A view whose pointer says ``revision`` (set by the test); counts its looks, and holds a
+    new revision as a view does (a new object, whose memo starts empty)."""
 
     def __init__(self, revision: int) -> None:
         super().__init__(types.SimpleNamespace(site=Path("/nonexistent")))  # type: ignore[arg-type]
@@ -137,7 +155,24 @@ class Pointer(PublishedView):
 
     def current(self) -> Any:
         self.looks += 1
-        return types.SimpleNamespace(revision=self.revision)
+        if self._current is None or self._current.revision != self.revision:
+            self._current = types.SimpleNamespace(revision=self.revision)  # type: ignore[assignment]
+        return self._current
+
+
+def test_the_handler_answers_at_the_admissions_look_while_the_view_holds_it() -> None:
+    """reading.published reuses the look the fleet's admission took (no second stat), but only
+    while the view still holds it: once another request found the pointer moved, the view's memo
+    is the new revision's, and the handler looks again."""
+    view = Pointer(6)
+    looked = view.current()
+    asked = request(view)  # type: ignore[arg-type]
+    asked.ctx.published = looked
+    assert reading.published(asked) is looked and view.looks == 1
+    view.revision = 7
+    view.current()  # another request's look
+    assert reading.published(asked).revision == 7
+    assert reading.published(request(view)).revision == 7  # one host: no look kept, a stat
 
 
 def test_waiters_share_one_look_at_the_pointer_and_each_is_answered() -> None:
