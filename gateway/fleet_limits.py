@@ -233,6 +233,22 @@ class RedisGate:
         except redis.RedisError as error:
             raise NotReady("The shared state is unavailable.") from error
 
+    async def _script(
+        self, token_text: str, now_us: int, count: bool = True, revision: int | None = None
+    ) -> tuple[str, Any] | None:
+        """One :data:`ADMIT` through the worker's pipe (its arguments as :meth:`_call`'s): the
+        token's id and the script's reply, or None for a text that is no fxev token (Redis not
+        asked). Redis unreachable or stalled: :class:`~gateway.errors.NotReady`."""
+        token_id = parse_token_id(token_text)
+        if token_id is None:
+            return None
+        keys, args = self._call(token_id, token_hash(token_text), now_us, count, revision)
+        assert self.pipe is not None, "opened without its event loop's pipe"
+        try:
+            return token_id, await self.pipe.call(keys, args)
+        except PipeError as error:
+            raise NotReady("The shared state is unavailable.") from error
+
     async def admit_async(
         self, token_text: str, now_us: int, revision: int | None = None
     ) -> tuple[TokenRecord | None, Decision]:
@@ -242,17 +258,10 @@ class RedisGate:
         With ``revision`` (the caller's published revision, 0 before its first), the token's
         mark is checked, and raised by a request counted: :class:`Behind` if the token was
         answered at a later revision already, with nothing counted."""
-        token_id = parse_token_id(token_text)
-        if token_id is None:
+        asked = await self._script(token_text, now_us, revision=revision)
+        if asked is None or asked[1][0] == 0:
             return None, after_wait(0)
-        keys, args = self._call(token_id, token_hash(token_text), now_us, revision=revision)
-        assert self.pipe is not None, "opened without its event loop's pipe"
-        try:
-            found = await self.pipe.call(keys, args)
-        except PipeError as error:
-            raise NotReady("The shared state is unavailable.") from error
-        if found[0] == 0:
-            return None, after_wait(0)
+        token_id, found = asked
         if found[0] == 2:
             raise Behind(self._record(token_id, found[2:]), int(found[1]))
         return self._record(token_id, found[2:]), after_wait(int(found[1]))
@@ -260,29 +269,15 @@ class RedisGate:
     async def check_async(self, token_text: str, now_us: int) -> TokenRecord | None:
         """:meth:`check` on the worker's event loop, through the same pipe as the gate (the
         script with nothing counted): a worker whose Redis hangs goes on serving meanwhile."""
-        token_id = parse_token_id(token_text)
-        if token_id is None:
+        asked = await self._script(token_text, now_us, count=False)
+        if asked is None or asked[1][0] == 0:
             return None
-        keys, args = self._call(token_id, token_hash(token_text), now_us, count=False)
-        assert self.pipe is not None, "opened without its event loop's pipe"
-        try:
-            found = await self.pipe.call(keys, args)
-        except PipeError as error:
-            raise NotReady("The shared state is unavailable.") from error
-        return None if found[0] == 0 else self._record(token_id, found[2:])
+        return self._record(asked[0], asked[1][2:])
 
     async def mark_async(self, token_text: str, now_us: int, revision: int) -> None:
         """Raise the mark of a token just admitted to ``revision``, the caller's published
         revision when its pointer moved during the admission's round trip; nothing counted."""
-        token_id = parse_token_id(token_text)
-        if token_id is None:
-            return
-        keys, args = self._call(token_id, token_hash(token_text), now_us, False, revision)
-        assert self.pipe is not None, "opened without its event loop's pipe"
-        try:
-            await self.pipe.call(keys, args)
-        except PipeError as error:
-            raise NotReady("The shared state is unavailable.") from error
+        await self._script(token_text, now_us, count=False, revision=revision)
 
     def admit(self, token_text: str, now_us: int) -> tuple[TokenRecord | None, Decision]:
         """The token's record (None: unknown, revoked or expired at ``now_us``) and, for a valid
