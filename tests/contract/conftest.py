@@ -38,6 +38,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: each socket is held until all are chosen, so no two are
+    the same (one at a time, the kernel may hand out a port chosen before and not yet bound)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
 def home_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")}
     env |= {

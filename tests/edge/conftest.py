@@ -22,9 +22,9 @@ import requests
 
 from tests.contract.conftest import (
     Gateway,
-    _free_port,
     copy_demo,
     demo_home,  # noqa: F401 (the session's built demo, shared with the contract tests)
+    free_ports,
     run_fxev,
 )
 from tests.support.edge import Edge, start_edge
@@ -154,7 +154,9 @@ class Running:
 def edge_in_front(env: dict[str, str], base: Path, with_lanes: bool) -> Iterator[Running]:
     """Two gateways (two workers each) of ``env``, each with an auth lane when ``with_lanes``,
     and the edge in front of them, with what ``fxev edge config`` prints; stopped by PID."""
-    lanes = [f"127.0.0.1:{_free_port()}" for _ in "ab"] if with_lanes else []
+    # Every port chosen at once: a gateway's port chosen apart could be the other's lane's.
+    ports = free_ports(5)
+    lanes = [f"127.0.0.1:{port}" for port in ports[2:4]] if with_lanes else []
     gateways = [
         Gateway(
             env={**env, **({"FXEV_EDGE_LANE": lanes[n]} if lanes else {})},
@@ -165,9 +167,9 @@ def edge_in_front(env: dict[str, str], base: Path, with_lanes: bool) -> Iterator
     ]
     running = None
     try:
-        for gateway in gateways:
-            gateway.start()
-        port = _free_port()
+        for gateway, gateway_port in zip(gateways, ports, strict=False):
+            gateway.start(gateway_port)
+        port = ports[4]
         upstreams = [gateway.base_url.removeprefix("http://") for gateway in gateways]
         text = edge_config_text(env, f"127.0.0.1:{port}", upstreams, base / "edge-cache", lanes)
         edge = start_edge(text, base / "nginx", f"http://127.0.0.1:{port}", "/v1/health/live")
