@@ -96,7 +96,7 @@ async def rates(request: Request) -> HTTPResponse:
     if canonical is None:
         return send(request, body)
     etag = '"' + hashlib.sha256(body).hexdigest() + '"'
-    tags = {"Cache-Tag": ",".join(f"{q.currency}/{q.series}/{year}" for year in q.years())}
+    tags = {"Cache-Tag": ",".join(vocabulary.cache_tag(q.currency, q.series, y) for y in q.years())}
     view.memo_put(canonical, (body, etag, tags, request_id), len(body))
     view.memo_put(raw_key, (body, etag, tags, request_id))  # the same bytes, not counted twice
     return send_immutable(request, body, etag, tags, body_request_id=request_id)

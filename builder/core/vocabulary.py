@@ -23,3 +23,9 @@ FAILURE_TYPES = ("fuente_no_disponible", "invariante_fallida", "cambio_formato",
 NO_STORE = "no-store"
 IMMUTABLE = "private, max-age=31536000, immutable"
 CDN_IMMUTABLE = "max-age=31536000"
+
+
+def cache_tag(moneda: str, serie: str, year: int | str) -> str:
+    """The ``Cache-Tag`` of one year of a series: an as-of page carries one for each year it
+    covers, and a build lists the ones a correction invalidated (DECISIONS 5)."""
+    return f"{moneda}/{serie}/{year}"

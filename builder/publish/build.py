@@ -25,7 +25,7 @@ from collections import defaultdict
 from typing import Any
 
 from builder.core.errors import Conflict, IntegrityError
-from builder.core.vocabulary import ALWAYS_SERVED, CURRENCY, FAILURE_TYPES
+from builder.core.vocabulary import ALWAYS_SERVED, CURRENCY, FAILURE_TYPES, cache_tag
 from builder.disk import faults
 from builder.disk.blobs import BlobStore
 from builder.publish import sitelock, swap
@@ -362,5 +362,5 @@ class Builder:
             if observation.supersedes:
                 old = self.registry.observation(observation.supersedes)
                 if old is not None:
-                    tags.add(f"{old.moneda}/{old.serie}/{old.fecha_serie[:4]}")
+                    tags.add(cache_tag(old.moneda, old.serie, old.fecha_serie[:4]))
         return tags
