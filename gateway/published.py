@@ -57,7 +57,7 @@ class PublishedView:
             pointer = self.tree.pointer()
             if pointer is None:
                 return None
-            revision = int(pointer["revision"])
+            revision = pointer.revision
             root = self.tree.root(revision)
             self._current = Published(
                 revision, root.ts_commit, self.tree.supersessions(root.supersessions)

@@ -18,7 +18,7 @@ from builder.disk.durable import link_durably, mark_durably, replace_durably, wr
 from builder.publish.revlog import RevisionLogWriter
 from builder.tree import layout
 from builder.tree.reader import TreeReader
-from builder.tree.revision import RevisionRecord, RevisionRoot, link_targets
+from builder.tree.revision import Pointer, RevisionRecord, RevisionRoot, link_targets
 
 
 class TreeWriter(TreeReader):
@@ -38,7 +38,7 @@ class TreeWriter(TreeReader):
         A tree built before registry ids names none (None)."""
         pointer = self.pointer()
         if pointer is not None:
-            return True, pointer.get("registry_id")
+            return True, pointer.registry_id
         if self.has_root(1):
             return True, RevisionRecord.decode(self.record_bytes(1)).registry_id
         return False, None
@@ -81,14 +81,10 @@ class TreeWriter(TreeReader):
                 staging=self.staging,
             )
         record = RevisionRecord.decode(data)
-        pointer = {
-            "revision": revision,
-            "ts_commit": record.root.ts_commit,
-            "root_sha256": hashlib.sha256(data).hexdigest(),
-        }
-        if record.registry_id is not None:
-            pointer["registry_id"] = record.registry_id
-        replace_durably(self.site / layout.POINTER, orjson.dumps(pointer), staging=self.staging)
+        pointer = Pointer(
+            revision, record.root.ts_commit, hashlib.sha256(data).hexdigest(), record.registry_id
+        )
+        replace_durably(self.site / layout.POINTER, pointer.encode(), staging=self.staging)
 
     def detail_changed(self, observation_id: str, revision: int, prefix: bytes) -> bool:
         """Whether ``prefix`` differs from the version before ``revision`` (or there is none)."""

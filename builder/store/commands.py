@@ -27,10 +27,11 @@ def run_publish(settings: Settings) -> dict[str, Any]:
         registry_id = registry.registry_id()
     finally:
         registry.close()
-    pointer = TreeReader(settings.site).pointer() or {}
-    if pointer.get("registry_id") != registry_id:
+    pointer = TreeReader(settings.site).pointer()
+    held = None if pointer is None else pointer.registry_id
+    if held != registry_id:
         raise Conflict(
-            f"{settings.site} holds a tree of registry {pointer.get('registry_id')}, not of this"
+            f"{settings.site} holds a tree of registry {held}, not of this"
             f" home's registry {registry_id} ({settings.home}); fxev build first (--rebuild if"
             " it refuses the site)"
         )

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Any
 
 import orjson
 
 from builder.tree import layout
 from builder.tree.reader import TreeCorruptError
+from builder.tree.revision import Pointer
 
 POINTER = layout.POINTER
 PUBLICATION_FIELD = "publication"
@@ -112,22 +112,26 @@ class Publication:
         )
 
 
-def parse_store_pointer(data: bytes, where: str) -> dict[str, Any]:
-    """The store's ``PUBLISHED``; a ``TreeCorruptError`` when it is not a pointer."""
-    try:
-        pointer = orjson.loads(data)
-        int(pointer["revision"]), str(pointer["root_sha256"]), str(pointer[PUBLICATION_FIELD])
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        raise TreeCorruptError(f"{where} is not a pointer") from None
-    return pointer  # type: ignore[no-any-return]
+@dataclasses.dataclass(frozen=True, slots=True)
+class StorePointer:
+    """The store's ``PUBLISHED``: the site's pointer and the SHA-256 of the publication that
+    completes it (a ``Publication``)."""
 
+    site: Pointer
+    publication: str
 
-def store_pointer(pointer: dict[str, Any], publication: str) -> bytes:
-    """The store's ``PUBLISHED``: the site's pointer and the SHA-256 of the publication."""
-    return orjson.dumps({**pointer, PUBLICATION_FIELD: publication})
+    def encode(self) -> bytes:
+        return orjson.dumps({**self.site.fields(), PUBLICATION_FIELD: self.publication})
 
-
-def site_pointer(store: dict[str, Any]) -> bytes:
-    """The site's ``PUBLISHED`` a mirror writes: the store's pointer without the publication,
-    the same bytes ``fxev build`` wrote (``builder.publish.writer``)."""
-    return orjson.dumps({k: v for k, v in store.items() if k != PUBLICATION_FIELD})
+    @classmethod
+    def decode(cls, data: bytes, where: str) -> StorePointer:
+        """The pointer in ``data``; a ``TreeCorruptError`` naming ``where`` when it is not one."""
+        try:
+            value = orjson.loads(data)
+            site = Pointer.from_fields(value)
+            publication = value.get(PUBLICATION_FIELD)
+            if not isinstance(publication, str):
+                raise ValueError("no publication")
+        except (orjson.JSONDecodeError, ValueError):
+            raise TreeCorruptError(f"{where} is not a pointer") from None
+        return cls(site, publication)

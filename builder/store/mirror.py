@@ -46,7 +46,7 @@ from builder.tree import explorer as stored
 from builder.tree import layout
 from builder.tree.explorer import PageMap
 from builder.tree.reader import TreeCorruptError
-from builder.tree.revision import RevisionRecord, RevisionRoot, links_of
+from builder.tree.revision import Pointer, RevisionRecord, RevisionRoot, links_of
 from builder.tree.revlog import read_file
 
 
@@ -80,12 +80,12 @@ class Mirror:
 
     def run(self, pointer_bytes: bytes | None = None) -> MirrorResult:
         raw = self.pointer_bytes() if pointer_bytes is None else pointer_bytes
-        remote = keys.parse_store_pointer(raw, self.store.where(keys.POINTER))
+        remote = keys.StorePointer.decode(raw, self.store.where(keys.POINTER))
         with sitelock.exclusive(self.site):
             sitelock.sweep_leftovers(self.site)
             self.tree = TreeWriter(self.site)
             local = self.tree.pointer()
-            held = 0 if local is None else int(local["revision"])
+            held = 0 if local is None else local.revision
             try:
                 return self.pull(remote, local, held)
             except TreeCorruptError as error:
@@ -95,30 +95,30 @@ class Mirror:
 
     # -- one pull ------------------------------------------------------------------------------
 
-    def pull(self, remote: dict[str, Any], local: dict[str, Any] | None, held: int) -> MirrorResult:
-        head = int(remote["revision"])
-        if local is not None and local.get("registry_id") != remote.get("registry_id"):
+    def pull(self, remote: keys.StorePointer, local: Pointer | None, held: int) -> MirrorResult:
+        head = remote.site.revision
+        if local is not None and local.registry_id != remote.site.registry_id:
             raise Conflict(
-                f"{self.site} holds a tree of registry {local.get('registry_id')}, the store one"
-                f" of {remote.get('registry_id')}; mirror into an empty FXEV_SITE"
+                f"{self.site} holds a tree of registry {local.registry_id}, the store one"
+                f" of {remote.site.registry_id}; mirror into an empty FXEV_SITE"
             )
         if head < held:
             raise Conflict(
                 f"{self.store.where(keys.POINTER)} is at revision {head}, behind this site's {held}"
             )
         local_map = self.local_map(held)
-        publications = self.publications(remote[keys.PUBLICATION_FIELD], held, local_map)
+        publications = self.publications(remote.publication, held, local_map)
         if publications and publications[0].revision != head:  # before fetching any record
             raise TreeCorruptError(
                 f"{self.store.where(keys.POINTER)} names revision {head}, its publication"
                 f" {publications[0].revision}; refused"
             )
         if head == held:
-            if local is not None and local["root_sha256"] != remote["root_sha256"]:
+            if local is not None and local.root_sha256 != remote.site.root_sha256:
                 raise Conflict(f"the store's revision {head} is not this site's")
             if not publications:
                 return MirrorResult(held, 0)
-        records = self.records(held, head, remote)
+        records = self.records(held, head, remote.site)
         roots = {held: self.tree.root(held) if held else RevisionRoot.empty()}
         roots |= {r: record.root for r, record in records.items()}
         pairs = [(roots[r - 1], roots[r]) for r in range(held + 1, head + 1)]
@@ -142,9 +142,7 @@ class Mirror:
             self.append(revision, self.raw[revision])
         if map_bytes is not None:
             replace_durably(stored.map_path(self.site, head), map_bytes, staging=self.tree.staging)
-        replace_durably(
-            self.site / layout.POINTER, keys.site_pointer(remote), staging=self.tree.staging
-        )
+        replace_durably(self.site / layout.POINTER, remote.site.encode(), staging=self.tree.staging)
         finish_log(self.site, held, head, self.tree.staging)
         self.sweep(head, page_map, pages)
         return MirrorResult(head, self.fetched)
@@ -186,12 +184,12 @@ class Mirror:
             current = publication.previous
         return found
 
-    def records(self, held: int, head: int, remote: dict[str, Any]) -> dict[int, RevisionRecord]:
+    def records(self, held: int, head: int, remote: Pointer) -> dict[int, RevisionRecord]:
         """The records held+1..head, each verified through the one above it (head: the
         pointer), and the link to ``held`` checked against the site's own record."""
         numbers = list(range(held + 1, head + 1))
         data = dict(zip(numbers, parallel(self.fetch_record, numbers), strict=True))
-        expected = {head: remote["root_sha256"]}
+        expected = {head: remote.root_sha256}
         for revision in reversed(numbers):
             if keys.sha256_of(data[revision]) != expected[revision]:
                 raise TreeCorruptError(
@@ -210,8 +208,8 @@ class Mirror:
             if record.revision != revision:
                 raise TreeCorruptError(f"the store's record {revision} names {record.revision}")
         if records and (
-            records[head].root.ts_commit != remote.get("ts_commit")
-            or records[head].registry_id != remote.get("registry_id")
+            records[head].root.ts_commit != remote.ts_commit
+            or records[head].registry_id != remote.registry_id
         ):
             raise TreeCorruptError(f"{self.store.where(keys.POINTER)} disagrees with its record")
         return records

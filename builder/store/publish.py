@@ -60,9 +60,9 @@ class PublishResult:
         return dataclasses.asdict(self)
 
 
-def read_store_pointer(store: ObjectStore) -> dict[str, Any] | None:
+def read_store_pointer(store: ObjectStore) -> keys.StorePointer | None:
     data = store.get(keys.POINTER)
-    return None if data is None else keys.parse_store_pointer(data, store.where(keys.POINTER))
+    return None if data is None else keys.StorePointer.decode(data, store.where(keys.POINTER))
 
 
 def read_publication(store: ObjectStore, sha256: str) -> keys.Publication:
@@ -84,8 +84,8 @@ def read_map(store: ObjectStore, sha256: str) -> bytes:
     return data
 
 
-def check_same_tree(pointer: dict[str, Any], registry_id: str | None, where: str) -> None:
-    held = pointer.get("registry_id")
+def check_same_tree(pointer: keys.StorePointer, registry_id: str | None, where: str) -> None:
+    held = pointer.site.registry_id
     if held != registry_id:
         raise Conflict(
             f"{where} holds a tree of registry {held}, this site one of {registry_id}; publish to"
@@ -108,24 +108,24 @@ class Publisher:
         pointer = self.tree.pointer()
         if pointer is None:
             raise NotFound(f"no published tree at {self.site.absolute()}/{layout.POINTER}")
-        head = int(pointer["revision"])
+        head = pointer.revision
         remote = read_store_pointer(self.store)
         base, previous = 0, None
         if remote is not None:
-            check_same_tree(remote, pointer.get("registry_id"), self.store.where(""))
-            base = int(remote["revision"])
+            check_same_tree(remote, pointer.registry_id, self.store.where(""))
+            base = remote.site.revision
             if base > head:
                 raise Conflict(
                     f"{self.store.where(keys.POINTER)} is at revision {base}, ahead of this"
                     f" site's {head}; build first (or publish from the host that is ahead)"
                 )
             self.tree.record(base)  # verified through the site's pointer
-            if keys.sha256_of(self.tree.record_bytes(base)) != remote["root_sha256"]:
+            if keys.sha256_of(self.tree.record_bytes(base)) != remote.site.root_sha256:
                 raise Conflict(
                     f"the store's revision {base} is not this site's: another tree was"
                     " published there"
                 )
-            previous = read_publication(self.store, remote[keys.PUBLICATION_FIELD])
+            previous = read_publication(self.store, remote.publication)
         map_bytes = self.local_map(head)
         map_sha = None if map_bytes is None else keys.sha256_of(map_bytes)
         if previous is not None and base == head and previous.page_map == map_sha:
@@ -146,7 +146,7 @@ class Publisher:
         for step in (immutable, records):
             for written in parallel(self.upload, step, self.store.threads):
                 counts[0 if written else 1] += 1
-        self.store.put(keys.POINTER, keys.store_pointer(pointer, publication_sha))
+        self.store.put(keys.POINTER, keys.StorePointer(pointer, publication_sha).encode())
         return PublishResult(head, counts[0] + 1, counts[1])
 
     def upload(self, upload: Upload) -> bool:
@@ -214,7 +214,7 @@ class Publisher:
         head: int,
         map_bytes: bytes | None,
         previous: keys.Publication | None,
-        remote: dict[str, Any] | None,
+        remote: keys.StorePointer | None,
         invalidations: dict[str, str],
     ) -> tuple[keys.Publication, list[Upload]]:
         """The publication of ``head`` and the explorer's keys it names that are new."""
@@ -243,7 +243,7 @@ class Publisher:
             uploads[keys.page_key(sha256)] = Upload(keys.page_key(sha256), constant(data))
         publication = keys.Publication(
             revision=head,
-            previous=remote[keys.PUBLICATION_FIELD] if continues and remote else None,
+            previous=remote.publication if continues and remote else None,
             page_map=None if map_bytes is None else keys.sha256_of(map_bytes),
             fingerprint=fingerprint,
             observation_pages={name: sha256 for name, (sha256, _) in sorted(pages.items())},

@@ -24,7 +24,7 @@ import orjson
 from builder.core.errors import IntegrityError
 from builder.tree import layout
 from builder.tree.format import Chunk, Node
-from builder.tree.revision import RevisionRecord, RevisionRoot, links_of, next_hop
+from builder.tree.revision import Pointer, RevisionRecord, RevisionRoot, links_of, next_hop
 from builder.tree.revlog import RevisionLog, read_file
 
 
@@ -170,9 +170,9 @@ class TreeReader:
         """The SHA-256 of record ``revision``: from the pointer, or hopping down the links."""
         if revision > self._anchor:
             pointer = self.pointer()
-            if pointer is not None and int(pointer["revision"]) > self._anchor:
-                self._anchor = int(pointer["revision"])
-                self._trusted[self._anchor] = pointer["root_sha256"]
+            if pointer is not None and pointer.revision > self._anchor:
+                self._anchor = pointer.revision
+                self._trusted[self._anchor] = pointer.root_sha256
             if revision > self._anchor or revision < 1:
                 raise TreeCorruptError(f"revision {revision} is not published")
         current = self._anchor
@@ -189,28 +189,25 @@ class TreeReader:
         """The root of a published revision, verified."""
         return self.record(revision).root
 
-    def pointer(self) -> dict[str, Any] | None:
+    def pointer(self) -> Pointer | None:
         """The ``PUBLISHED`` pointer, or None before the first build. A pointer naming another
         registry than the last one read means another tree: the reader forgets the old one."""
         path = self.site / layout.POINTER
         try:
-            pointer = orjson.loads(path.read_bytes())
+            pointer = Pointer.decode(path.read_bytes())
         except FileNotFoundError:
             return None
-        except orjson.JSONDecodeError as error:
+        except ValueError as error:
             why = f"{path.absolute()} is not a published pointer: {error}"
             raise TreeCorruptError(why) from None
-        if not isinstance(pointer, dict):
-            raise TreeCorruptError(f"{path.absolute()} is not a published pointer: not an object")
-        registry_id = pointer.get("registry_id")
-        if registry_id != self._registry_id:
+        if pointer.registry_id != self._registry_id:
             self.forget()
-            self._registry_id = registry_id
+            self._registry_id = pointer.registry_id
         return pointer
 
     def published_revision(self) -> int | None:
         pointer = self.pointer()
-        return None if pointer is None else int(pointer["revision"])
+        return None if pointer is None else pointer.revision
 
     # -- observation details and evidence --------------------------------------------------
 

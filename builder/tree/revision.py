@@ -20,11 +20,13 @@ the links of a new record in the record before it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import orjson
 
 LINK_BASE = 4
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -61,6 +63,58 @@ class RevisionRoot:
             annotations=value["annotations"],
             coverage=value["coverage"],
         )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Pointer:
+    """What the ``PUBLISHED`` pointer says: the revision a site serves, its ``ts_commit``, the
+    SHA-256 of its record (``root_sha256``, from which every earlier record is verified), and
+    the registry the tree was rendered from (None in a tree built before registry ids)."""
+
+    revision: int
+    ts_commit: str
+    root_sha256: str
+    registry_id: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "revision": self.revision,
+            "ts_commit": self.ts_commit,
+            "root_sha256": self.root_sha256,
+        }
+        if self.registry_id is not None:
+            fields["registry_id"] = self.registry_id
+        return fields
+
+    def encode(self) -> bytes:
+        return orjson.dumps(self.fields())
+
+    @classmethod
+    def from_fields(cls, value: Any) -> Pointer:
+        """The pointer ``value`` holds; a ``ValueError`` naming what is wrong with it."""
+        if not isinstance(value, dict):
+            raise ValueError("not an object")
+        revision = value.get("revision")
+        if type(revision) is not int or revision < 1:
+            raise ValueError(f"its revision is {revision!r}, not a revision number")
+        ts_commit, root = value.get("ts_commit"), value.get("root_sha256")
+        registry_id = value.get("registry_id")
+        if not isinstance(ts_commit, str):
+            raise ValueError(f"its ts_commit is {ts_commit!r}, not a timestamp")
+        if not isinstance(root, str) or not _SHA256_HEX.fullmatch(root):
+            raise ValueError(f"its root_sha256 is {root!r}, not a SHA-256")
+        if registry_id is not None and not isinstance(registry_id, str):
+            raise ValueError(f"its registry_id is {registry_id!r}, not a registry id")
+        return cls(revision, ts_commit, root, registry_id)
+
+    @classmethod
+    def decode(cls, data: bytes) -> Pointer:
+        """The pointer in ``data``; a ``ValueError`` naming what is wrong with it."""
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as error:
+            raise ValueError(str(error)) from None
+        return cls.from_fields(value)
 
 
 def link_targets(revision: int) -> list[int]:

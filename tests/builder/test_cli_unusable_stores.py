@@ -2,7 +2,7 @@
 full disk included, is one line on stderr, never a traceback", and "One line naming the
 resolved path". Each case was a traceback (or, for ``fxev serve``, a worker's traceback and a
 SIGKILL to the whole process group) before: a home under a plain file, a published pointer that
-is not JSON, a store file that is not a database.
+is not one, a store file that is not a database.
 
 Every check runs the installed ``fxev`` with its own temporary ``FXEV_HOME``/``FXEV_SITE``, and
 checks that the refused command changed nothing.
@@ -13,7 +13,9 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 from tests.builder.test_cli_details import (
@@ -77,20 +79,36 @@ def test_a_home_under_a_plain_file_is_one_line_naming_it(tmp_path: Path, name: s
     assert plain.read_text() == "not a folder\n"
 
 
+def bad_pointers(real: dict[str, Any]) -> dict[str, bytes]:
+    """A ``PUBLISHED`` that is not a pointer, each way: the last three are JSON objects naming
+    this registry, which a build read as far as ``int(pointer["revision"])``."""
+    return {
+        "not JSON": b"abc",
+        "not an object": b"[]",
+        "empty object": b"{}",
+        "revision not a number": orjson.dumps(real | {"revision": "x"}),
+        "revision 0": orjson.dumps(real | {"revision": 0}),
+        "root not a SHA-256": orjson.dumps(real | {"root_sha256": "zz"}),
+    }
+
+
+@pytest.mark.parametrize("bad", sorted(bad_pointers({})))
 @pytest.mark.parametrize(
     "args", [("build",), ("log", "proof", "00000000-0000-4000-8000-000000000000")]
 )
-def test_a_published_pointer_that_is_not_json_is_one_line_naming_it(
-    tmp_path: Path, seeded: dict[str, str], home: Path, args: tuple[str, ...]
+def test_a_published_pointer_that_is_not_one_is_one_line_naming_it(
+    tmp_path: Path, seeded: dict[str, str], home: Path, args: tuple[str, ...], bad: str
 ) -> None:
-    """A `PUBLISHED` file of garbage is a corrupt tree: one line naming it, exit 1, nothing
-    written. (Formerly: orjson.JSONDecodeError with a traceback.)"""
+    """A `PUBLISHED` file that is not a pointer is a corrupt tree: one line naming it, exit 1,
+    nothing written. (Formerly: orjson.JSONDecodeError with a traceback for garbage, and
+    ValueError or KeyError with a traceback for a JSON object without a revision number.)"""
     pointer = tmp_path / "site" / "PUBLISHED"
-    pointer.write_bytes(b"abc")
+    data = bad_pointers(orjson.loads(pointer.read_bytes()))[bad]
+    pointer.write_bytes(data)
     before, revision = tree(tmp_path / "site"), head_revision(home)
     message = assert_one_line_error(fxev(tmp_path, seeded, *args))
     assert str(pointer) in message and "not a published pointer" in message, message
-    assert pointer.read_bytes() == b"abc"
+    assert pointer.read_bytes() == data
     assert tree(tmp_path / "site") == before and head_revision(home) == revision
 
 
