@@ -29,7 +29,7 @@ Where the package errors hang (each keeps its name and, where callers rely on it
                     builder.publish.log.KeyChanged, builder.publish.log.NotTheLogsKey
     ConfigurationError  builder.core.settings.SettingsError
     StorageError    builder.publish.warc.ExportWriteError, and what :func:`from_environment` makes
-    IntegrityError  builder.tree.reader.TreeCorruptError, builder.publish.warc.ExportError
+    IntegrityError  builder.tree.revlog.TreeCorruptError, builder.publish.warc.ExportError
     RemoteError     verifier.client.ClientError, verifier.command.MalformedAnswer
 
 A full disk is expected, not a bug: :func:`translate_environment` turns an ``OSError`` with

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from builder.core.errors import StorageError
 from builder.disk.durable import fsync_dir
-from builder.tree.revlog import ENTRY, RevisionLog
+from builder.tree.revlog import ENTRY, PACK_SIZE, RevisionLog, TreeCorruptError
 
 
 class RevisionLogWriter(RevisionLog):
@@ -27,8 +27,8 @@ class RevisionLogWriter(RevisionLog):
                 handle.seek((slot - 1) * ENTRY)
                 entry = handle.read(ENTRY)
             if len(entry) < ENTRY:
-                raise FileNotFoundError(f"revision {revision - 1} is missing from {index.name}")
-            offset, length = (int(part) for part in entry.split())
+                raise TreeCorruptError(f"revision {revision - 1} is missing from {index}")
+            offset, length = self.entry((revision - 1) // PACK_SIZE, revision - 1, entry)
             end = offset + length
         created = not pack.exists() or not index.exists()
         self._write_at(pack, end, data)
@@ -43,7 +43,7 @@ class RevisionLogWriter(RevisionLog):
         try:
             size = os.fstat(fd).st_size
             if size < position:
-                raise RuntimeError(f"{path.name} ends at {size}, before {position}")
+                raise TreeCorruptError(f"{path} ends at {size} bytes, before {position}")
             if size > position:
                 os.ftruncate(fd, position)
             if os.pwrite(fd, data, position) != len(data):

@@ -21,15 +21,10 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from builder.core.errors import IntegrityError
 from builder.tree import layout
 from builder.tree.format import Chunk, Node
 from builder.tree.revision import Pointer, RevisionRecord, RevisionRoot, links_of, next_hop
-from builder.tree.revlog import RevisionLog, read_file
-
-
-class TreeCorruptError(IntegrityError, RuntimeError):
-    """The tree's bytes do not match the hashes recorded for them."""
+from builder.tree.revlog import RevisionLog, TreeCorruptError, read_file
 
 
 class ItemRef(NamedTuple):

@@ -18,8 +18,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from builder.core.errors import IntegrityError
+
 PACK_SIZE = 1024
 ENTRY = 32  # bytes: "%015d %015d\n"
+
+
+class TreeCorruptError(IntegrityError, RuntimeError):
+    """The tree's bytes do not match the hashes recorded for them, or are not a tree's."""
 
 
 def read_file(path: str) -> bytes:
@@ -89,7 +95,16 @@ class RevisionLog:
             if len(entries) < (slot + 1) * ENTRY:
                 return None
         entry = entries[slot * ENTRY : (slot + 1) * ENTRY]
-        return f"{self._prefix}{number:06d}.pack", int(entry[:15]), int(entry[16:31])
+        return f"{self._prefix}{number:06d}.pack", *self.entry(number, revision, entry)
+
+    def entry(self, number: int, revision: int, entry: bytes) -> tuple[int, int]:
+        """(offset, length) that index ``number``'s ``entry`` of ``revision`` holds."""
+        if entry[15:16] != b" " or entry[31:] != b"\n" or not (entry[:15] + entry[16:31]).isdigit():
+            raise TreeCorruptError(
+                f"{self._prefix}{number:06d}.idx: the entry of revision {revision} is not an"
+                " offset and a length"
+            )
+        return int(entry[:15]), int(entry[16:31])
 
     def read(self, revision: int) -> bytes | None:
         """The record of ``revision``, or None when it was not written (completely)."""

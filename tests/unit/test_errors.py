@@ -34,7 +34,7 @@ MODULES = (
     "builder.publish.log",
     "builder.publish.warc",
     "builder.sources.import_csv",
-    "builder.tree.reader",
+    "builder.tree.revlog",
     "tokens.store",
     "verifier.client",
     "verifier.command",
