@@ -108,12 +108,11 @@ def arrive(http: Http) -> None:
     if path == AUTH_PATH:
         original = request.headers.getone("x-original-uri", "")
         method = request.headers.getone("x-original-method", "GET").upper()
-        if (
-            method not in ("GET", "HEAD")
-            or not original.startswith("/")
-            or original.startswith("/_edge/")
-        ):
+        if method not in ("GET", "HEAD") or not original.startswith("/"):
             return  # not a request the edge would authorise: /_edge/auth stays unknown
+        # An original under /_edge/ (nginx routed `/_edge/../v1/rates` by its path without dot
+        # segments) is answered as a client's: an unknown path, since the routes below answer
+        # only what the edge itself asks (``mode``).
         try:
             if not original.isascii():  # as Sanic refuses it in a direct request's line
                 raise BadRequest("URL may only contain US-ASCII characters.")

@@ -13,11 +13,11 @@ MAPS = """\
     # makes the ETag weak. The maps below predict when it compresses (status 200/403/404, a
     # body that is not empty, one of those types, HTTP/1.1, and "gzip" accepted as nginx reads
     # Accept-Encoding: the first "gzip" token, bare or with ";q=" of a non-zero value of at most
-    # three decimals; the type bare or followed by ";charset=..." only, as nginx matches it), to
-    # drop Repr-Digest from and add Vary: Accept-Encoding to exactly those (gzip_vary adds it
-    # to identity answers too); a HEAD gets the GET's headers. A 304 has no body, but it stands
-    # for the 200 it validates (RFC 9110 15.4.5): when that 200 would be compressed (its type
-    # from the gateway's X-Fxev-Type, or from the cached 200), the 304 says Vary and the weak ETag.
+    # three decimals; the type as nginx reads it, below), to drop Repr-Digest from and add
+    # Vary: Accept-Encoding to exactly those (gzip_vary adds it to identity answers too); a
+    # HEAD gets the GET's headers. A 304 has no body, but it stands for the 200 it validates
+    # (RFC 9110 15.4.5): when that 200 would be compressed (its type from the gateway's
+    # X-Fxev-Type, or from the cached 200), the 304 says Vary and the weak ETag.
     gzip on;
     gzip_types application/json;
     gzip_min_length 1;
@@ -35,7 +35,9 @@ MAPS = """\
     }
     map $fxev_shown_type $fxev_gzip_type {
         default 0;
-        "~*^(application/json|text/html)(;\\s*charset=[^;]*)?$" 1;
+        # nginx's type: up to the first ";" that spaces (not tabs) and "charset=" follow, or
+        # the whole value when none does (ngx_http_upstream_copy_content_type).
+        "~*^(application/json|text/html)(; *charset=.*)?$" 1;
     }
     map "$fxev_gzip_accepted$fxev_gzip_type $server_protocol $status $sent_http_content_length"
         $fxev_gzipped {
@@ -69,10 +71,21 @@ MAPS = """\
         "|" 0;
         "|0" 0;
     }
+    # A request with If-Match, If-Unmodified-Since or If-Modified-Since: passed (edge.md). Sent
+    # empty, such a header is no value to a map, but nginx's cache still evaluates it (an empty
+    # If-Match or If-Unmodified-Since is its 412 page): Perl, which sees an empty header, is
+    # asked only when the three are empty.
     map "$http_if_match$http_if_unmodified_since$http_if_modified_since" $fxev_preconditioned {
         default 1;
-        "" 0;
+        "" $fxev_precondition_sent;
     }
+    perl_set $fxev_precondition_sent 'sub {
+        my $r = shift;
+        for my $name ("If-Match", "If-Unmodified-Since", "If-Modified-Since") {
+            return "1" if defined $r->header_in($name);
+        }
+        return "0";
+    }';
     # The Host a gateway gets: the client's; for an HTTP/1.0 client that sent none, the address
     # it reached the edge at (nginx speaks HTTP/1.1 to the gateways, and RFC 9112 3.2 has an
     # HTTP/1.1 request without a Host refused).

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
+import orjson
 import pytest
 import requests
 
@@ -122,6 +123,26 @@ def test_a_cache_fill_is_sent_only_with_the_authorised_etag_and_not_recorded(
         digest = repr_digest(hashlib.sha256(stale.content).hexdigest())
         assert stale.headers["Repr-Digest"] == digest
     assert len(ledger_entries(gateway.env, request_id)) == 1  # the auth step's alone
+
+
+@pytest.mark.parametrize(
+    "original", ["/_edge/answer", "/_edge/auth", "/_edge/refusal/malformed", "/_edge/../v1/rates"]
+)
+def test_an_auth_step_for_an_internal_path_is_an_unknown_path_recorded(
+    gateway: Gateway, original: str
+) -> None:
+    """The auth step of a target under /_edge/ (nginx routes `/_edge/../v1/rates` by its path
+    without dot segments) is answered as that target asked directly: 404 `NOT_FOUND`, packed,
+    and recorded. Nothing the edge alone may ask is done for it: a packed answer beside it is
+    not replayed, no refusal is written."""
+    packed = auth(gateway, AS_OF, token=None).headers[edge.ANSWER]
+    step = auth(gateway, original, **{edge.ANSWER: packed})
+    assert step.status_code == 401
+    status, headers, body = edge.unpack(step.headers[edge.ANSWER])
+    assert status == 404 and orjson.loads(body)["code"] == "NOT_FOUND"
+    x_request_id = dict((k.lower(), v) for k, v in headers)["x-request-id"]
+    [entry] = ledger_entries(gateway.env, x_request_id)
+    assert (entry["status"], entry["path"]) == (404, original)
 
 
 def test_without_the_credential_the_edge_routes_do_not_exist(gateway: Gateway) -> None:

@@ -445,6 +445,36 @@ def test_preconditions_beside_if_none_match_through_the_edge_are_the_gateways(
             assert edge.one("x-cache") == "PASS", (method, path)
 
 
+@pytest.mark.parametrize("field", [b"If-Match:", b"If-Unmodified-Since: ", b"If-Modified-Since:"])
+def test_a_precondition_sent_empty_is_passed_as_the_others_are(front: Front, field: bytes) -> None:
+    """Section 12: "Every answer equals the gateway's (status, body bytes, API headers)";
+    section 14: "The ledger never claims an answer that did not leave". A precondition header
+    with an empty value is none to nginx's variables, so the edge served the request from its
+    cache, and nginx's cache evaluated it: its own 412 page (HTML, with the JSON body's
+    Repr-Digest) for an empty If-Match or If-Unmodified-Since, while the ledger held the 200
+    the gateway gave. Found by an attack on the edge. Now passed, as a non-empty one is."""
+    token = front.token("empty-precondition")
+    auth = b"Authorization: Bearer " + token.encode()
+    for path, lines in (
+        (AS_OF, [auth]),
+        (evidence_of(front, token), [auth]),
+        (log_tile(front), []),
+    ):
+        for _ in range(2):
+            front.edge(path, token if lines else None, **IDENTITY)  # in the cache
+        data = request_bytes(path.encode(), *lines, field)
+        edge, direct = exchange(front.edge_url, data), exchange(front.gateway_url, data)
+        label = f"{path} {field!r}"
+        assert (edge.status, edge.body) == (direct.status, direct.body), label
+        assert edge.headers.get("repr-digest") == direct.headers.get("repr-digest"), label
+        if lines:
+            [entry] = front.recorded()[edge.headers["x-request-id"]]
+            assert (entry["status"], entry["sha256"]) == (
+                200,
+                hashlib.sha256(edge.body).hexdigest(),
+            ), label
+
+
 # -- gzip ----------------------------------------------------------------------------------------
 
 
@@ -508,7 +538,16 @@ def test_a_head_from_a_client_accepting_gzip_has_the_headers_of_its_get(front: F
             assert head.one(name) == get.one(name), (path, name)
 
 
-EVIDENCE_TYPES = ["text/html; foo=bar", "text/html ; charset=utf-8", "application/json; v=1"]
+EVIDENCE_TYPES = [
+    "text/html; foo=bar",
+    "text/html ; charset=utf-8",
+    "application/json; v=1",
+    # Found by an attack on the edge: nginx reads the type up to the first ";" that spaces and
+    # "charset=" follow, whatever comes after, and skips no tab.
+    "text/html;charset=utf-8; foo=bar",
+    "application/json; charset=utf-8;",
+    "text/html;\tcharset=utf-8",
+]
 
 
 @pytest.mark.parametrize("content_type", EVIDENCE_TYPES)
@@ -547,12 +586,21 @@ def test_evidence_sent_uncompressed_keeps_its_repr_digest_whatever_its_content_t
         if edge.one("content-encoding") == "gzip":
             assert edge.one("repr-digest") is None
             assert gzip.decompress(edge.wire) == direct.wire
+            assert "Accept-Encoding" in (edge.one("vary") or "")
+            assert edge.one("etag") == "W/" + (direct.one("etag") or "")
         else:
             assert edge.wire == direct.wire
             assert edge.one("repr-digest") == direct.one("repr-digest"), (
                 f"{content_type!r}: identity body of {len(edge.wire)} bytes sent without the "
                 f"gateway's Repr-Digest {direct.one('repr-digest')} ({edge.one('x-cache')})"
             )
+            assert (edge.one("vary"), edge.one("etag")) == (direct.one("vary"), direct.one("etag"))
+        # Its 304 stands for that 200 (RFC 9110 15.4.5): the same validator, the same Vary.
+        sent = {"Accept-Encoding": "gzip", "If-None-Match": edge.one("etag") or ""}
+        revalidated = front.edge(path, token, **sent)
+        assert revalidated.status == 304, content_type
+        assert revalidated.one("etag") == edge.one("etag"), content_type
+        assert revalidated.one("vary") == edge.one("vary"), content_type
 
 
 def test_an_empty_evidence_is_sent_as_the_gateway_sends_it_to_a_client_accepting_gzip(
@@ -1044,6 +1092,28 @@ def test_forged_edge_headers_open_nothing_direct_or_through_the_edge(front: Fron
             assert resp.status == expected, (path, ask.__name__, resp.status, resp.wire[:200])
             [entry] = front.recorded().get(resp.one("x-request-id") or "", [])
             assert entry["status"] == expected
+
+
+@pytest.mark.parametrize("through", ["/_edge/..", "/_edge/auth/../..", "/_edge/answer/../.."])
+def test_a_target_through_an_internal_path_onto_a_cached_route_is_the_gateways_404(
+    front: Front, through: str
+) -> None:
+    """Section 12: "Every answer equals the gateway's", with a fresh X-Request-Id the ledger
+    holds. nginx routes a target by its path with dot segments removed, so `/_edge/../v1/rates`
+    reached the cached route; its auth step named the target as sent, which the gateway took
+    for no request of the edge's: a plain 404 nginx turned into a retryable 503, its request id
+    in no ledger. Found by an attack on the edge. A gateway alone answers the target 404
+    `NOT_FOUND` (it removes no dot segments); through the edge, the same, recorded."""
+    token = front.token("dots")
+    auth = b"Authorization: Bearer " + token.encode()
+    for route in (AS_OF, evidence_of(front, token)):
+        data = request_bytes((through + route).encode(), auth)
+        edge, direct = exchange(front.edge_url, data), exchange(front.gateway_url, data)
+        label = through + route
+        assert (edge.status, direct.status) == (404, 404), (label, edge.body[:200])
+        assert edge.json()["code"] == direct.json()["code"] == "NOT_FOUND", label
+        [entry] = front.recorded()[edge.headers["x-request-id"]]
+        assert entry["status"] == 404 and entry["path"] == through + route.partition("?")[0]
 
 
 # -- public routes -------------------------------------------------------------------------------
