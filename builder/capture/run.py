@@ -24,7 +24,7 @@ from builder.core.vocabulary import CURRENCY
 from builder.disk.blobs import BlobStore
 from builder.ops import health
 from builder.ops.alerts import Alert, AlertStore
-from builder.ops.shared_alerts import share, share_or_warn
+from builder.ops.shared_alerts import check_reachable, share, share_or_warn
 from builder.registry.store import Registry
 
 # Worst first: the run's outcome is the worst of its dates' outcomes.
@@ -64,7 +64,10 @@ class Stores:
 def open_stores(settings: Settings, *, share_alerts: bool = False) -> Iterator[Stores]:
     """The home's stores for one command. In fleet mode, the alert state is published to Redis
     when the command leaves them, if it changed since it was last published, or always with
-    ``share_alerts`` (the ``alerts`` commands): docs/operating/fleet.md#alerts."""
+    ``share_alerts`` (the ``alerts`` commands, which first check that Redis answers, so that
+    with Redis down they change nothing): docs/operating/fleet.md#alerts."""
+    if share_alerts and settings.redis_url:
+        check_reachable(settings.redis_url)
     stores = Stores.open(settings.home)
     try:
         yield stores

@@ -88,14 +88,37 @@ def share(store: AlertStore, url: str, *, always: bool = False) -> bool:
     return True
 
 
+def is_redis_error(error: BaseException) -> bool:
+    return type(error).__module__.startswith("redis.")
+
+
+def check_reachable(url: str) -> None:
+    """A ``RemoteError`` (exit 2) when Redis at ``url`` cannot be reached: an ``alerts`` command
+    asks before it changes anything, so that its error changes nothing (DECISIONS 3)."""
+    try:
+        client = connect(url)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as error:
+        if not is_redis_error(error):
+            raise
+        raise RemoteError(
+            f"Redis at FXEV_REDIS_URL cannot be reached ({error}); nothing was changed, since"
+            " the gateways could not be told"
+        ) from None
+
+
 def share_or_warn(store: AlertStore, url: str, *, strict: bool) -> None:
     """:func:`share` at the end of a command. Redis unreachable fails an ``alerts`` command
-    (``strict``: exit 2, after its local change, which the next command publishes) and is one
-    warning line on stderr for any other (a capture stays recorded and reported)."""
+    (``strict``: exit 2; it was reachable when the command began, :func:`check_reachable`, so
+    the change is kept and the next command publishes it) and is one warning line on stderr for
+    any other (a capture stays recorded and reported)."""
     try:
         share(store, url, always=strict)
     except Exception as error:
-        if not type(error).__module__.startswith("redis."):
+        if not is_redis_error(error):
             raise
         message = (
             f"alert state not published: Redis at FXEV_REDIS_URL cannot be reached ({error});"
