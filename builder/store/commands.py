@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from contextlib import closing
 from typing import Any
@@ -10,6 +11,7 @@ from builder.core.errors import Conflict
 from builder.core.settings import Settings
 from builder.registry.store import Registry
 from builder.store.mirror import follow, mirror
+from builder.store.mirrors import Reporter, await_mirrors
 from builder.store.publish import publish
 from builder.store.s3 import ObjectStore
 from builder.tree.reader import TreeReader
@@ -36,12 +38,30 @@ def run_publish(settings: Settings) -> dict[str, Any]:
             " it refuses the site)"
         )
     with closing(store):
-        return publish(settings.site, store).to_json()
+        result = publish(settings.site, store).to_json()
+    if settings.redis_url:  # fleet mode: return once the live mirrors serve it
+        revision = result["published_revision"]
+        result |= await_mirrors(settings.redis_url, revision, settings.mirror_interval_s, warn)
+    return result
+
+
+def warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def run_mirror(settings: Settings, following: bool, emit: Callable[[dict[str, Any]], None]) -> None:
-    with closing(object_store(settings)) as store:
-        if following:
-            follow(settings.site, store, settings.mirror_interval_s, emit)
-        else:
-            emit(mirror(settings.site, store).to_json())
+    reporter = None
+    if settings.redis_url:  # fleet mode: tell fxev publish which revision this site serves
+        reporter = Reporter(settings.redis_url, settings.site, settings.mirror_interval_s, warn)
+    try:
+        with closing(object_store(settings)) as store:
+            if following:
+                follow(settings.site, store, settings.mirror_interval_s, emit, report=reporter)
+            else:
+                result = mirror(settings.site, store)
+                if reporter is not None:
+                    reporter(result.published_revision)
+                emit(result.to_json())
+    finally:
+        if reporter is not None:
+            reporter.close()

@@ -346,11 +346,13 @@ def follow(
     emit: Callable[[dict[str, Any]], None],
     warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     rounds: int | None = None,
+    report: Callable[[int], None] | None = None,
 ) -> None:
     """Mirror, then poll the store's pointer every ``interval_s`` and mirror what is new. A
     failure (the store down, a tampered key) is one line through ``warn``; the site keeps the
     revision it has, and the next poll tries again. Emits a result whenever the site moved (and
-    after the first pass); ``rounds`` bounds the polls (tests), None: forever."""
+    after the first pass); ``rounds`` bounds the polls (tests), None: forever. ``report`` is
+    told the site's revision after every poll that succeeded (``builder.store.mirrors``)."""
     seen: bytes | None = None
     shown: int | None = None
     done = 0
@@ -365,6 +367,8 @@ def follow(
                 if result.fetched or result.published_revision != shown:
                     emit(result.to_json())
                     shown = result.published_revision
+            if report is not None and shown is not None:
+                report(shown)
         except FxevError as error:
             warn(f"fxev: mirror: {error}")
         if rounds is None or done < rounds:

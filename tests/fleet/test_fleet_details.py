@@ -35,7 +35,7 @@ import orjson
 import pytest
 import requests
 
-from builder.store import keys
+from builder.store import keys, mirrors
 from builder.tree import layout
 from builder.tree.reader import TreeReader
 from tests.fleet.conftest import Fxev, Host, bucket_key
@@ -928,9 +928,14 @@ def test_one_redis_round_trip_per_request(fleet: Any) -> None:
 
 
 def client_commands(seen: bytes) -> list[str]:
-    """The commands clients sent, from MONITOR's output (those a script runs are marked `lua`)."""
+    """The commands clients sent, from MONITOR's output (those a script runs are marked `lua`),
+    but the mirrors' own (each says its site's revision after every poll: no request's)."""
     lines = [line for line in seen.decode(errors="replace").splitlines() if line.startswith("+")]
-    return [line.split('"')[1] for line in lines if " lua]" not in line]
+    return [
+        line.split('"')[1]
+        for line in lines
+        if " lua]" not in line and f'"{mirrors.PREFIX}' not in line
+    ]
 
 
 def monitored(port: int, requests_made: Callable[[], None]) -> bytes:

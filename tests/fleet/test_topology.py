@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,6 +22,7 @@ from builder.demo import local_source
 from builder.fleet import GatewayHost, Topology, plan
 from builder.fleet.processes import CREDENTIALS
 from builder.objstore.s3 import ObjectStore
+from builder.store.mirrors import mirror_name
 from gateway.access import CATCH_UP_MARGIN_S
 from gateway.shipping import INTERVAL_VARIABLE, shipped_entries
 from tests.contract.conftest import NOW
@@ -105,9 +107,14 @@ def latest(gateway: GatewayHost, token: str) -> dict[str, Any]:
     return resp.json()  # type: ignore[no-any-return]
 
 
-def correct(fleet: Topology, line: bytes) -> int:
-    """Capture ``line`` as the text file's answer on the operator's host, build and publish; the
-    published revision."""
+PUBLISHED_COUNTS = ("published_revision", "uploaded", "skipped")
+
+
+def correct(
+    fleet: Topology, line: bytes, then: Callable[[dict[str, Any]], None] = lambda _: None
+) -> dict[str, Any]:
+    """Capture ``line`` as the text file's answer on the operator's host, build and publish;
+    what ``fxev publish`` printed. ``then`` runs the moment the publish returned."""
     env = fleet.operator_env
     with local_source() as (base, answer):
         answer[0] = (200, line, TEXT)
@@ -115,10 +122,20 @@ def correct(fleet: Topology, line: bytes) -> int:
     assert captured["outcome"] == "correccion", captured
     fleet.fxev(env, "build")
     published = fleet.fxev(env, "publish").last
+    then(published)
     assert published["uploaded"] > 0
     again = fleet.fxev(env, "publish").last  # a second run uploads nothing
-    assert again == {**published, "uploaded": 0, "skipped": 0}
-    return int(published["published_revision"])
+    counts = {k: again[k] for k in PUBLISHED_COUNTS}
+    assert counts == {**{k: published[k] for k in PUBLISHED_COUNTS}, "uploaded": 0, "skipped": 0}
+    return published
+
+
+SEPTEMBER = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-30"
+
+
+def mirror_of(gateway: GatewayHost) -> str:
+    """The name ``fxev publish`` gives the gateway host's mirror."""
+    return mirror_name(Path(gateway.env["FXEV_SITE"]))
 
 
 # -- Redis: limits, tokens, page secret ---------------------------------------------------------
@@ -215,19 +232,39 @@ def test_alerts_and_freshness_agree_on_both_gateways_after_the_operator_acts(
 # -- the store: publish, mirror, tampering, outage ---------------------------------------------
 
 
-def test_a_published_correction_reaches_both_gateways_within_the_mirror_interval(
+def test_a_published_correction_is_served_everywhere_once_publish_returns(
     fleet: Topology,
 ) -> None:
+    """DECISIONS 12: "A published correction is visible on the very next request through the
+    edge". Each host mirrors on its own poll, so an outside audit saw the edge serve the old
+    as-of body for about a second after `fxev publish` returned. `fxev publish` now returns once
+    every live mirror serves the revision (the mirrors say so in Redis), and names them."""
+    [edge] = fleet.fronts
     token = issue(fleet, "correction")[1]
-    revision = correct(fleet, b"21/09/2026|3.358|3.366|\r\n")
-    for gateway in fleet.gateways:
-        took = wait_for(
-            lambda g=gateway: latest(g, token)["dataset_revision"] == revision,
-            MIRROR_INTERVAL_S + 15,
-            f"{gateway.name} serving revision {revision}",
-        )
-        body = latest(gateway, token)
-        assert (body["compra"], body["venta"]) == ("3.358", "3.366"), (body, took)
+    before = latest(fleet.gateways[0], token)["dataset_revision"]
+    as_of = SEPTEMBER + f"&as_of_revision={before}"
+    authorized = {"Authorization": f"Bearer {token}"}
+    warmed = requests.get(edge.url + as_of, headers=authorized, timeout=10)
+    assert warmed.status_code == 200
+    seen: dict[str, Any] = {}
+
+    def served(published: dict[str, Any]) -> None:
+        """Asked the moment publish returned: the gateways and the edge, without waiting."""
+        seen["gateways"] = [latest(gateway, token) for gateway in fleet.gateways]
+        seen["edge"] = requests.get(edge.url + as_of, headers=authorized, timeout=10)
+
+    published = correct(fleet, b"21/09/2026|3.358|3.366|\r\n", then=served)
+    revision = published["published_revision"]
+    assert published["mirrored"] == sorted(mirror_of(g) for g in fleet.gateways)
+    assert published["lagging"] == []
+    for body in seen["gateways"]:
+        assert body["dataset_revision"] == revision
+        assert (body["compra"], body["venta"]) == ("3.358", "3.366"), body
+    through = seen["edge"]
+    assert through.headers["ETag"] != warmed.headers["ETag"]
+    [corrected] = [i for i in warmed.json()["items"] if i["fecha_serie"] == "2026-09-21"]
+    [now] = [i for i in through.json()["items"] if i["fecha_serie"] == "2026-09-21"]
+    assert corrected["superseded_por"] is None and now["superseded_por"] is not None
 
 
 def test_through_the_edge_a_clients_revision_never_goes_back_while_a_mirror_lags(
@@ -245,7 +282,9 @@ def test_through_the_edge_a_clients_revision_never_goes_back_while_a_mirror_lags
     ahead, behind = (issue(fleet, f"monotonic-probe-{n}")[1] for n in range(2))
     lagging.mirror.stop()
     try:
-        revision = correct(fleet, b"21/09/2026|3.361|3.369|\r\n")
+        published = correct(fleet, b"21/09/2026|3.361|3.369|\r\n")
+        revision = published["published_revision"]
+        assert published["lagging"] == [mirror_of(lagging)]  # stopped: its key not yet expired
         wait_for(
             lambda: latest(fleet.gateways[0], ahead)["dataset_revision"] == revision,
             MIRROR_INTERVAL_S + 15,
@@ -283,7 +322,9 @@ def test_a_client_moved_to_a_gateway_a_mirror_behind_waits_for_it_and_never_goes
     mirror_pid = lagging.mirror.process.pid
     os.kill(mirror_pid, signal.SIGSTOP)  # by its PID; its next poll comes once resumed
     try:
-        revision = correct(fleet, b"21/09/2026|3.362|3.371|\r\n")
+        published = correct(fleet, b"21/09/2026|3.362|3.371|\r\n")
+        revision = published["published_revision"]
+        assert published["lagging"] == [mirror_of(lagging)]  # its key still says the old one
         wait_for(
             lambda: latest(fresh, probe)["dataset_revision"] == revision,
             MIRROR_INTERVAL_S + 15,
@@ -345,7 +386,7 @@ def test_a_flipped_byte_in_the_store_is_refused_and_the_gateways_keep_serving(
     held = latest(fleet.gateways[0], token)["dataset_revision"]
     before = set(store.list_keys("objects/"))
     try:
-        revision = correct(fleet, b"21/09/2026|3.359|3.367|\r\n")
+        revision = correct(fleet, b"21/09/2026|3.359|3.367|\r\n")["published_revision"]
         added = sorted(set(store.list_keys("objects/")) - before)
         assert added
         key = added[0]

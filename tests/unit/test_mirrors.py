@@ -1,0 +1,76 @@
+"""What ``fxev publish`` waits for in fleet mode (builder.store.mirrors): every live mirror's
+revision, read from Redis, until each reaches the published one or the wait ends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from builder.store import mirrors
+
+
+class FakeRedis:
+    """The three calls the module makes, over a dict; ``script`` changes it at each scan."""
+
+    def __init__(self, script: list[dict[str, int]]) -> None:
+        self.script = script
+        self.values: dict[bytes, bytes] = {}
+        self.set_calls: list[tuple[str, str, int]] = []
+
+    def scan_iter(self, match: str, count: int) -> list[bytes]:
+        if self.script:
+            state = self.script.pop(0)
+            self.values = {(mirrors.PREFIX + k).encode(): str(v).encode() for k, v in state.items()}
+        return list(self.values)
+
+    def mget(self, keys: list[bytes]) -> list[bytes | None]:
+        return [self.values.get(key) for key in keys]
+
+    def set(self, key: str, value: str, ex: int) -> None:
+        self.set_calls.append((key, value, ex))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def wait(client: Any, revision: int, timeout_s: float) -> tuple[list[str], list[str], float]:
+    clock = Clock()
+    served, lagging = mirrors.wait_for(client, revision, timeout_s, clock, clock.sleep)
+    return served, lagging, clock.now
+
+
+def test_publish_returns_as_soon_as_every_live_mirror_serves_the_revision() -> None:
+    client = FakeRedis([{"a": 6, "b": 6}, {"a": 7, "b": 6}, {"a": 7, "b": 8}])
+    served, lagging, waited = wait(client, 7, 10)
+    assert (served, lagging) == (["a", "b"], [])
+    assert waited == 2 * mirrors.POLL_S
+
+
+def test_a_mirror_that_never_catches_up_is_named_when_the_wait_ends() -> None:
+    client = FakeRedis([{"a": 7, "b": 6}])
+    served, lagging, waited = wait(client, 7, 1.0)
+    assert (served, lagging) == (["a"], ["b"])
+    assert 1.0 <= waited < 1.0 + mirrors.POLL_S * 1.5
+
+
+def test_no_live_mirror_is_no_wait() -> None:
+    assert wait(FakeRedis([{}]), 7, 10) == ([], [], 0.0)
+
+
+def test_a_mirror_says_its_revision_for_three_polls_and_at_least_ten_seconds(
+    tmp_path: Path,
+) -> None:
+    client = FakeRedis([])
+    mirrors.report(client, tmp_path, 9, 5)  # type: ignore[arg-type]
+    mirrors.report(client, tmp_path, 9, 1)  # type: ignore[arg-type]
+    name = mirrors.PREFIX + mirrors.mirror_name(tmp_path)
+    assert client.set_calls == [(name, "9", 15), (name, "9", 10)]
+    assert mirrors.wait_s(5) == 15.0
