@@ -131,7 +131,7 @@ def setup_stores(app: Sanic) -> None:
         app.ctx.fleet = None
         if settings.redis_url:  # fleet mode: tokens, limits, page secret in Redis
             app.ctx.fleet = RedisGate.open(settings.redis_url, limits)
-            app.ctx.tokens = app.ctx.token_check = app.ctx.limiter = app.ctx.fleet
+            app.ctx.tokens = app.ctx.token_check = app.ctx.limiter = None  # the gate is both
             app.ctx.secret = app.ctx.edge_secret = None  # until Redis answers: 503
             app.ctx.alerts = FleetAlerts(app.ctx.fleet.client)
         else:

@@ -112,8 +112,8 @@ class AuthLane:
         view: PublishedView,
         ledger: Ledger | None,
         credential: str,
-        token_check: CachedTokenCheck | RedisGate | None = None,
-        limiter: RateLimiter | RedisGate | None = None,
+        token_check: CachedTokenCheck | None = None,
+        limiter: RateLimiter | None = None,
         fleet: RedisGate | None = None,
         cors_origins: frozenset[str] | None = None,
     ) -> None:

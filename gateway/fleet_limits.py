@@ -38,7 +38,6 @@ request it counted, is then taken back by :data:`UNDO` (:class:`gateway.redis_pi
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
 from typing import Any
 
 import redis
@@ -50,7 +49,7 @@ from builder.ops.shared_alerts import NotShared, SharedAlerts
 from gateway.errors import NotReady
 from gateway.ratelimit import WINDOW_US, Decision, LimaClock, Limits, after_wait
 from gateway.redis_pipe import PipeError, PipelinedScript, Undo
-from tokens.redis_store import micros, record_of, token_key
+from tokens.redis_store import record_of, token_key
 from tokens.store import TokenRecord, parse_token_id, token_hash
 
 SECRET_KEY = "fxev:page_secret"
@@ -166,17 +165,14 @@ def _text(value: Any) -> str:
 
 
 class RedisGate:
-    """The token check, the limiter and the page secret of a gateway worker in fleet mode.
-
-    Has the interfaces of the one-host parts (``check`` as :class:`tokens.cache.CachedTokenCheck`,
-    ``acquire_us`` as :class:`gateway.ratelimit.RateLimiter`) plus :meth:`admit`, both at once.
-    """
+    """The token check, the limiter and the page secret of a gateway worker in fleet mode: both
+    steps in one round trip (:meth:`admit_async`), or the check alone, counting nothing
+    (:meth:`check_async`), each awaited on the worker's pipe."""
 
     def __init__(self, client: redis.Redis, limits: Limits, pipe: PipelinedScript | None = None):
         self.client = client
         self.pipe = pipe
         self.limits = limits
-        self._admit = client.register_script(ADMIT)
         self._lima = LimaClock()
         self._records: dict[tuple[str, ...], TokenRecord] = {}
 
@@ -226,13 +222,6 @@ class RedisGate:
         )
         return keys, args
 
-    def _run(self, token_id: str, text_hash: str, now_us: int) -> list[Any]:
-        keys, args = self._call(token_id, text_hash, now_us)
-        try:
-            return self._admit(keys=keys, args=args)  # type: ignore[no-any-return]
-        except redis.RedisError as error:
-            raise NotReady("The shared state is unavailable.") from error
-
     async def _script(
         self, token_text: str, now_us: int, count: bool = True, revision: int | None = None
     ) -> tuple[str, Any] | None:
@@ -252,8 +241,10 @@ class RedisGate:
     async def admit_async(
         self, token_text: str, now_us: int, revision: int | None = None
     ) -> tuple[TokenRecord | None, Decision]:
-        """:meth:`admit` on the worker's event loop: while Redis answers, the worker serves
-        other requests, and Redis writes the scripts of all of them to its AOF with one fsync.
+        """The token's record (None: unknown, revoked or expired at ``now_us``) and, for a valid
+        one, the limiter's decision, counted if it passes: one round trip, awaited on the
+        worker's event loop. While Redis answers, the worker serves other requests, and Redis
+        writes the scripts of all of them to its AOF with one fsync.
 
         With ``revision`` (the caller's published revision, 0 before its first), the token's
         mark is checked, and raised by a request counted: :class:`Behind` if the token was
@@ -267,8 +258,9 @@ class RedisGate:
         return self._record(token_id, found[2:]), after_wait(int(found[1]))
 
     async def check_async(self, token_text: str, now_us: int) -> TokenRecord | None:
-        """:meth:`check` on the worker's event loop, through the same pipe as the gate (the
-        script with nothing counted): a worker whose Redis hangs goes on serving meanwhile."""
+        """The token's record if it is valid at ``now_us``, else None, through the same pipe as
+        the gate (the script with nothing counted): a worker whose Redis hangs goes on serving
+        meanwhile."""
         asked = await self._script(token_text, now_us, count=False)
         if asked is None or asked[1][0] == 0:
             return None
@@ -278,38 +270,6 @@ class RedisGate:
         """Raise the mark of a token just admitted to ``revision``, the caller's published
         revision when its pointer moved during the admission's round trip; nothing counted."""
         await self._script(token_text, now_us, count=False, revision=revision)
-
-    def admit(self, token_text: str, now_us: int) -> tuple[TokenRecord | None, Decision]:
-        """The token's record (None: unknown, revoked or expired at ``now_us``) and, for a valid
-        one, the limiter's decision, counted if it passes: one round trip."""
-        token_id = parse_token_id(token_text)
-        if token_id is None:
-            return None, after_wait(0)
-        found = self._run(token_id, token_hash(token_text), now_us)
-        if found[0] == 0:
-            return None, after_wait(0)
-        return self._record(token_id, found[2:]), after_wait(int(found[1]))
-
-    def acquire_us(self, token_id: str, now_us: int) -> Decision:
-        """The limits alone, for a token already checked (the explorer's path)."""
-        return after_wait(int(self._run(token_id, "", now_us)[1]))
-
-    def check(self, token_text: str, now: datetime) -> TokenRecord | None:
-        """The token's record if valid at ``now``, else None; uncounted (one ``HGETALL``)."""
-        token_id = parse_token_id(token_text)
-        if token_id is None:
-            return None
-        try:
-            raw = self.client.hgetall(token_key(token_id))
-        except redis.RedisError as error:
-            raise NotReady("The shared state is unavailable.") from error
-        fields = {_text(k): _text(v) for k, v in raw.items()}
-        if fields.get("hash") != token_hash(token_text) or fields.get("revoked_at"):
-            return None
-        expires_at_us = fields.get("expires_at_us")
-        if expires_at_us and micros(now) >= int(expires_at_us):
-            return None
-        return record_of(token_id, fields)
 
     def _record(self, token_id: str, fields: list[Any]) -> TokenRecord:
         """An active token's record, parsed once per (id, name, created_at, expires)."""

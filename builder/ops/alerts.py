@@ -240,21 +240,6 @@ class AlertStore(AlertView):
             alert_id = self._raise(Raise(tipo, now, fuente, fecha_serie, detalle or {}))
         return self.get(alert_id)
 
-    def find_open(
-        self, tipo: str, fuente: str | None, fecha_serie: str | None = None
-    ) -> Alert | None:
-        """The condition's alert that is not ``resuelta``, if there is one."""
-        found = self._fetch(
-            "condicion = ? AND estado != 'resuelta'", (condition_key(tipo, fuente, fecha_serie),)
-        )
-        return found[0] if found else None
-
-    def resolve_source_failures(self, fuente: str, now: datetime) -> list[Alert]:
-        """A successful capture of ``fuente`` resolves its open source-failure alerts."""
-        with self._immediate():
-            touched = self._resolve_source(ResolveSource(fuente, now))
-        return [self.get(alert_id) for alert_id in touched]
-
     # -- following the registry ----------------------------------------------------------
 
     def applied_revision(self) -> int | None:

@@ -9,11 +9,11 @@ from typing import Any
 
 from builder.core.errors import Conflict
 from builder.core.settings import Settings
+from builder.objstore.s3 import ObjectStore
 from builder.registry.store import Registry
 from builder.store.mirror import follow, mirror
 from builder.store.mirrors import Reporter, await_mirrors
 from builder.store.publish import publish
-from builder.store.s3 import ObjectStore
 from builder.tree.reader import TreeReader
 
 

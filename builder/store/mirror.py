@@ -35,13 +35,13 @@ from typing import Any
 
 from builder.core.errors import Conflict, FxevError, IntegrityError, NotFound
 from builder.disk.durable import link_durably, mark_durably, replace_durably, write_once
+from builder.objstore.s3 import ObjectStore, parallel
 from builder.publish import sitelock
 from builder.publish.writer import TreeWriter
 from builder.store import keys
 from builder.store.delta import Written, objects_added
 from builder.store.logsync import finish_log, pull_log
 from builder.store.publish import read_map, read_publication
-from builder.store.s3 import ObjectStore, parallel
 from builder.tree import explorer as stored
 from builder.tree import layout
 from builder.tree.explorer import PageMap

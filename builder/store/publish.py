@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from builder.core.errors import Conflict, NotFound
+from builder.objstore.s3 import ObjectStore, parallel
 from builder.publish import sitelock
 from builder.store import keys
 from builder.store.delta import Written, objects_added
 from builder.store.logsync import log_keys, unpinned_hashes
-from builder.store.s3 import ObjectStore, parallel
 from builder.tree import explorer as stored
 from builder.tree import layout
 from builder.tree.explorer import PageMap

@@ -24,21 +24,31 @@ from tests.fleet.redis_server import RedisServer
 def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_path: Path) -> None:
     """Same limits, same instants (across a Lima midnight): the same decisions, Retry-After
     included, from the Redis script and from one host's ring files."""
+    from tokens.redis_store import RedisTokenStore
+
     limits = Limits(per_min=4, per_day=9)
+    with RedisTokenStore.open(redis_server.url) as store:
+        text = store.issue("script-vs-files", None, datetime.now(UTC)).token_text
     gate = RedisGate.open(redis_server.url, limits)
     files = RateLimiter.open(tmp_path, limits)
     rng = random.Random(5)
     # Instants from 5 minutes before the next Lima midnight (Redis expires the day's counter a
     # day after its day, on its own clock: a day long past would be gone at once).
     start = epoch_us(datetime.now(UTC) + timedelta(seconds=seconds_to_lima_midnight() - 300))
-    try:
+
+    async def scenario() -> None:
         now = start
-        for _ in range(400):
-            now += rng.choice((1, 1_000, 900_000, 7_000_000, 31_000_000))
-            assert gate.acquire_us("0123456789abcdef", now) == files.acquire_us("tok", now), now
-    finally:
-        gate.close()
-        files.close()
+        try:
+            for _ in range(400):
+                now += rng.choice((1, 1_000, 900_000, 7_000_000, 31_000_000))
+                record, decision = await gate.admit_async(text, now)
+                assert record is not None
+                assert decision == files.acquire_us("tok", now), now
+        finally:
+            await gate.aclose()
+            files.close()
+
+    asyncio.run(scenario())
 
 
 def test_the_pipe_answers_in_order_reloads_a_flushed_script_and_reconnects(
@@ -70,14 +80,14 @@ def test_the_pipe_answers_in_order_reloads_a_flushed_script_and_reconnects(
     asyncio.run(scenario())
 
 
-def test_the_awaited_token_check_answers_as_the_blocking_one_and_counts_nothing(
+def test_the_awaited_token_check_knows_a_valid_token_and_counts_nothing(
     redis_server: RedisServer,
 ) -> None:
     """A request carrying a token to a path with no gate (an unknown path, a 405) is recorded
     when its token is valid: in fleet mode that check is awaited on the worker's pipe (the
-    script told not to count), so a worker whose Redis hangs goes on serving. It answers as
-    the blocking check does: the record of a valid token; None for an unknown, a revoked, an
-    expired or a malformed one; and counts nothing against the limits."""
+    script told not to count), so a worker whose Redis hangs goes on serving. It answers the
+    record of a valid token; None for an unknown, a revoked, an expired or a malformed one; and
+    counts nothing against the limits."""
     from tokens.redis_store import RedisTokenStore
 
     now = datetime.now(UTC)
@@ -97,7 +107,8 @@ def test_the_awaited_token_check_answers_as_the_blocking_one_and_counts_nothing(
         try:
             for text in texts:
                 awaited = await gate.check_async(text, epoch_us(datetime.now(UTC)))
-                assert awaited == gate.check(text, datetime.now(UTC)), text
+                assert (awaited is None) == (text != valid.token_text), text
+                assert awaited is None or (awaited.id, awaited.name) == (valid.id, valid.name)
             assert (await gate.check_async(valid.token_text, epoch_us(now))) is not None
             for _ in range(5):  # far past the limits: nothing was counted
                 assert await gate.check_async(valid.token_text, epoch_us(now)) is not None
