@@ -45,7 +45,7 @@ from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
 from builder.core.arguments import OneLineParser, source_url
 from builder.core.business_days import today_in_lima
-from builder.core.errors import FxevError, NotFound, UsageError, translate_environment
+from builder.core.errors import NotFound, UsageError, reported
 from builder.core.settings import Settings, load_settings
 from builder.publish.build import Builder
 from builder.publish.logcli import add_log_commands, log_signer
@@ -392,9 +392,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. An :class:`FxevError` (``builder.core.errors``), a full disk among them,
     is one line on stderr and the error's exit code; anything else is a bug and a traceback."""
     args = build_parser().parse_args(argv)
-    try:
-        with translate_environment():
-            return args.handler(args, load_settings(os.environ))
-    except FxevError as error:
-        print(f"fxev: {error}", file=sys.stderr)
-        return error.exit_code
+    return reported(lambda: args.handler(args, load_settings(os.environ)))

@@ -40,7 +40,7 @@ from builder.capture.importer import import_csv
 from builder.capture.run import Stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core.arguments import OneLineParser, port_number
-from builder.core.errors import FxevError, translate_environment
+from builder.core.errors import reported
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import replace_durably
 from builder.ops.ports import free_port_after, refuse_unusable_port
@@ -183,12 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        with translate_environment():
-            return run(args)
-    except FxevError as error:
-        print(f"fxev: {error}", file=sys.stderr)
-        return error.exit_code
+    return reported(lambda: run(args))
 
 
 def run(args: argparse.Namespace) -> int:

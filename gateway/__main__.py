@@ -7,10 +7,9 @@ and answers 503 until the published pointer appears; it still refuses a home wit
 from __future__ import annotations
 
 import os
-import sys
 
 from builder.core.arguments import OneLineParser
-from builder.core.errors import FxevError, translate_environment
+from builder.core.errors import reported
 from builder.core.settings import load_settings
 from gateway.cli import add_serve_command
 
@@ -19,12 +18,7 @@ def main() -> int:
     parser = OneLineParser(prog="python -m gateway")
     add_serve_command(parser.add_subparsers(dest="command", required=True), require_published=False)
     args = parser.parse_args()
-    try:
-        with translate_environment():
-            return args.handler(args, load_settings(os.environ))
-    except FxevError as error:
-        print(f"fxev: {error}", file=sys.stderr)
-        return error.exit_code
+    return reported(lambda: args.handler(args, load_settings(os.environ)))
 
 
 if __name__ == "__main__":

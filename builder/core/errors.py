@@ -1,7 +1,8 @@
 """The write side's one error tree: every error that reaches ``fxev`` is an :class:`FxevError`.
 
-``fxev`` (``builder.cli.main``) has one handler: it prints ``fxev: <the error>`` as one line on
-stderr and exits with the error's ``exit_code``. A class carries its exit code, and may name the
+Every main (``fxev``, ``python -m gateway``, the demo) runs through one handler,
+:func:`reported`: it prints ``fxev: <the error>`` as one line on stderr and exits with the
+error's ``exit_code``. A class carries its exit code, and may name the
 command its message belongs to (``command``: ``fxev: verify: ...``, ``fxev: export warc: ...``).
 Anything not in this tree is a bug, and still ends in a traceback.
 
@@ -53,7 +54,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import sqlite3
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ClassVar
 
@@ -160,6 +162,19 @@ def database_at(path: Path) -> Iterator[None]:
         if _primary(error) not in _SQLITE_CORRUPT:
             raise
         raise IntegrityError(f"{path} is not a usable database: {error}") from error
+
+
+def reported(command: Callable[[], int]) -> int:
+    """``command``'s exit code, as every main runs it (``fxev``, ``python -m gateway``, the demo):
+    an :class:`FxevError`, a full disk among them (:func:`translate_environment`), is one line
+    on stderr, ``fxev: <the error>``, and the error's exit code; anything else is a bug and
+    ends in a traceback."""
+    try:
+        with translate_environment():
+            return command()
+    except FxevError as error:
+        print(f"fxev: {error}", file=sys.stderr)
+        return error.exit_code
 
 
 @contextlib.contextmanager
