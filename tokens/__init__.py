@@ -1,8 +1,10 @@
 """Bearer tokens: issuing, hashing, revoking and checking (see README).
 
 The store (``tokens.store``) keeps only a SHA-256 of each token; ``tokens.cli`` adds
-``fxev token issue|revoke|list``. The gateway opens one :class:`TokenStore` per worker process and
-calls :meth:`TokenStore.check` on every request.
+``fxev token issue|revoke|list``. On one host a gateway worker opens one :class:`TokenStore`
+and checks every request's token through ``tokens.cache.CachedTokenCheck``, which re-reads the
+store only when it changed; in fleet mode the records are in Redis (``tokens.redis_store``) and
+the gateway checks them there, in the same round trip that counts the request.
 """
 
 from tokens.store import (
