@@ -18,7 +18,6 @@ from pathlib import Path
 from gateway import edge
 from gateway.edge_nginx import BLOCKS, DIRECT_BLOCKS, LANE_BLOCKS, TEMPLATE
 from gateway.head import BODY_MAX, HEAD_MAX, HOST_PATTERN
-from gateway.sending import TOO_LARGE
 
 ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$")
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -111,7 +110,6 @@ def edge_config(plan: EdgePlan) -> str:
         # with its blank line's CRLF CRLF, the 4 bytes the gateway's limit leaves out
         "HEAD_OVER": "~" + at_least(HEAD_MAX + 4),
         "BODY_MAX": str(BODY_MAX),
-        "TOO_LARGE": TOO_LARGE.replace("\\", "\\\\").replace("'", "\\'"),
     }
     for name, value in values.items():
         text = text.replace(f"@@{name}@@", value)

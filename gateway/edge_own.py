@@ -8,6 +8,10 @@ gateway's refusal route or, when none answers, written here the same
 
 from __future__ import annotations
 
+import orjson
+
+from gateway.edge import REFUSALS
+
 # What nginx answers by itself (no gateway answered, or it refused the request): the API's JSON
 # error body ($fxev_own_body), with a fresh request id of its own and the body's Repr-Digest,
 # never cached. nginx compresses none of these (only a 200, 403 or 404).
@@ -61,6 +65,21 @@ def refused(name: str, status: int, code: str, message: str, extra: str = "") ->
         }}"""
 
 
+def refused_as_a_gateway(name: str) -> str:
+    """:func:`refused` for the gateway's refusal ``name`` (:data:`gateway.edge.REFUSALS`): its
+    status, code, message and headers, so nginx writes the very body and headers a gateway
+    writes."""
+    kind, message = REFUSALS[name]
+    text = orjson.dumps(message).decode()[1:-1]  # as the gateway's JSON body has it
+    extra = "".join(
+        f'\n            add_header {header} "{value}" always;'
+        for header, value in kind.headers.items()
+    )
+    return refused(
+        name, kind.status, kind.code, text.replace("\\", "\\\\").replace("'", "\\'"), extra
+    )
+
+
 # At the http level: nginx's embedded Perl hashes what nginx writes itself.
 OWN_DIGEST = """\
     # A HEAD answer has no body and no Repr-Digest, as from a gateway (nor is Perl run for it).
@@ -98,13 +117,5 @@ OWN_BLOCKS = {
     "OWN_LOCATIONS": OWN_LOCATIONS,
     "OWN_ANSWER": OWN_ANSWER,
     "REFUSAL": REFUSAL,
-    "MALFORMED_ASKED": refused("malformed", 400, "INVALID_PARAMS", "The request is malformed."),
-    "TOO_LARGE_ASKED": refused("too_large", 400, "INVALID_PARAMS", "@@TOO_LARGE@@"),
-    "NOT_ALLOWED_ASKED": refused(
-        "not_allowed",
-        405,
-        "METHOD_NOT_ALLOWED",
-        "Only GET and HEAD are allowed.",
-        '\n            add_header Allow "GET, HEAD" always;',
-    ),
+    **{f"{name.upper()}_ASKED": refused_as_a_gateway(name) for name in REFUSALS},
 }
