@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from builder.core.errors import Conflict
+from builder.disk.durable import replace_durably
 from gateway.ledger import SUFFIX, read_entries, shown
 from gateway.ledger_writer import SETTLED_SUFFIX
 
@@ -131,18 +132,9 @@ def host_name(state: Path) -> str:
         home_id = id_path.read_text().strip()
     except FileNotFoundError:
         home_id = secrets.token_hex(4)
-        _write_durably(id_path, home_id.encode() + b"\n")
+        replace_durably(id_path, home_id.encode() + b"\n")
     machine = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname()) or "host"
     return f"{machine}-{home_id}"
-
-
-def _write_durably(path: Path, data: bytes) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
 
 
 @contextlib.contextmanager
@@ -191,7 +183,7 @@ def ship_file(path: Path, state: Path, under: str, store: ObjectStore) -> int:
     if lines:
         key = f"{under}{path.name.removesuffix(SUFFIX)}/{start:012d}-{end:012d}{SUFFIX}"
         store.put_new(key, b"".join(lines))
-    _write_durably(state_path, orjson.dumps({"inode": inode, "offset": end}))
+    replace_durably(state_path, orjson.dumps({"inode": inode, "offset": end}))
     return len(lines)
 
 
