@@ -11,15 +11,14 @@ by all (docs/operating/fleet.md#redis).
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import hashlib
 import hmac
-import os
 import re
 import secrets
-import tempfile
 from pathlib import Path
+
+from builder.disk.durable import create_once
 
 SECRET_FILE = "page_token.secret"
 PAGE_TOKEN = re.compile(r"([1-9][0-9]{0,17})\.(0|[1-9][0-9]{0,17})\.([A-Za-z0-9_-]{43})")
@@ -65,15 +64,5 @@ def load_or_create_secret(home: Path, name: str = SECRET_FILE) -> bytes:
         return bytes.fromhex(path.read_text(encoding="ascii").strip())
     except FileNotFoundError:
         pass
-    home.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=home, prefix=".tmp-secret-")
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(secrets.token_hex(32) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(FileExistsError):  # another process created it first
-            os.link(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    create_once(path, (secrets.token_hex(32) + "\n").encode("ascii"))
     return bytes.fromhex(path.read_text(encoding="ascii").strip())

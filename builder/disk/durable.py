@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from builder.disk import faults
@@ -26,6 +28,25 @@ def write_once(path: Path, data: bytes, *, fsync: bool = True, staging: Path | N
     if path.exists():
         return
     replace_durably(path, data, fsync=fsync, staging=staging)
+
+
+def create_once(path: Path, data: bytes) -> None:
+    """Create the secret ``path`` holding ``data``, mode 0600, unless it exists: written under a
+    new name, fsynced, linked to ``path`` (a process that linked first wins, and every caller
+    then reads its bytes), the folder fsynced. Never replaced: a secret other processes may
+    hold already (the page-token secret, the edge's credential, the log's key)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-secret-")  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another process created it first
+            os.link(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    fsync_dir(path.parent)
 
 
 def replace_durably(
@@ -65,8 +86,8 @@ def replace_durably(
 def new_file(folder: Path) -> tuple[int, str]:
     """A new ``.tmp-*`` file in ``folder``, open for writing, with the mode a plain ``open()``
     gives (0666 less the process's umask, applied by the kernel): the tree is served by static
-    hosts and mirrors that may run as another user. ``mkstemp``'s 0600 suits secrets, which
-    are written elsewhere (``gateway/pagetoken.py``, ``builder/publish/logkey.py``)."""
+    hosts and mirrors that may run as another user. Secrets get ``mkstemp``'s 0600 instead
+    (:func:`create_once`)."""
     for _ in range(100):
         name = os.path.join(folder, f".tmp-{secrets.token_hex(8)}")
         try:

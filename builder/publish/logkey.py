@@ -8,9 +8,6 @@ commands racing make one key. ``log.signed`` holds the last checkpoint this key 
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from builder.core.errors import ConfigurationError
-from builder.disk.durable import fsync_dir, replace_durably
+from builder.disk.durable import create_once, replace_durably
 from builder.tlog import note
 
 KEY_FILE = "log.key"
@@ -52,17 +49,7 @@ def _create(path: Path) -> None:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-log-key-")  # mode 0600
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(pem)
-            handle.flush()
-            os.fsync(handle.fileno())
-        with contextlib.suppress(FileExistsError):  # another command made it first: keep it
-            os.link(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    fsync_dir(path.parent)
+    create_once(path, pem)  # mode 0600; another command made it first: keep it
 
 
 def verifier_key(home: Path, origin: str) -> note.VerifierKey:
