@@ -45,7 +45,7 @@ from builder.store.publish import read_map, read_publication
 from builder.tree import explorer as stored
 from builder.tree import layout
 from builder.tree.explorer import PageMap
-from builder.tree.reader import TreeCorruptError
+from builder.tree.reader import TreeCorruptError, TreeReader
 from builder.tree.revision import Pointer, RevisionRecord, RevisionRoot, links_of
 from builder.tree.revlog import read_file
 
@@ -339,6 +339,14 @@ def mirror(site: Path, store: ObjectStore) -> MirrorResult:
     return Mirror(site, store).run()
 
 
+def served_revision(site: Path) -> int | None:
+    """The revision the site's pointer names, or None (no pointer yet, or one not readable)."""
+    try:
+        return TreeReader(site).published_revision()
+    except FxevError:
+        return None
+
+
 def follow(
     site: Path,
     store: ObjectStore,
@@ -352,9 +360,12 @@ def follow(
     failure (the store down, a tampered key) is one line through ``warn``; the site keeps the
     revision it has, and the next poll tries again. Emits a result whenever the site moved (and
     after the first pass); ``rounds`` bounds the polls (tests), None: forever. ``report`` is
-    told the site's revision after every poll that succeeded (``builder.store.mirrors``)."""
+    told the site's revision after every poll once it has one, a failed poll's too: the site
+    serves it still, and ``fxev publish`` names a mirror stuck behind
+    (``builder.store.mirrors``)."""
     seen: bytes | None = None
     shown: int | None = None
+    serving = served_revision(site)  # before the first pass, and while every pass fails
     done = 0
     while rounds is None or done < rounds:
         done += 1
@@ -364,12 +375,13 @@ def follow(
             if raw != seen:
                 result = mirror_.run(raw)
                 seen = raw
+                serving = result.published_revision
                 if result.fetched or result.published_revision != shown:
                     emit(result.to_json())
                     shown = result.published_revision
-            if report is not None and shown is not None:
-                report(shown)
         except FxevError as error:
             warn(f"fxev: mirror: {error}")
+        if report is not None and serving is not None:  # a failed poll too: live, and behind
+            report(serving)
         if rounds is None or done < rounds:
             time.sleep(interval_s)

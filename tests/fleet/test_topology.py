@@ -16,12 +16,14 @@ from typing import Any
 
 import orjson
 import pytest
+import redis
 import requests
 
 from builder.demo import local_source
 from builder.fleet import GatewayHost, Topology, plan
 from builder.fleet.processes import CREDENTIALS
 from builder.objstore.s3 import ObjectStore
+from builder.store import mirrors
 from builder.store.mirrors import mirror_name
 from gateway.access import CATCH_UP_MARGIN_S
 from gateway.shipping import INTERVAL_VARIABLE, shipped_entries
@@ -396,10 +398,14 @@ def test_a_flipped_byte_in_the_store_is_refused_and_the_gateways_keep_serving(
         store.client.put_object(Bucket=store.bucket, Key=store.full_key(key), Body=flipped)
         for gateway in fleet.gateways:
             gateway.mirror.start()
+        client = redis.Redis.from_url(fleet.env["FXEV_REDIS_URL"])
         for gateway in fleet.gateways:
             refusing = f"{gateway.name}'s mirror refusing the object"
             wait_for(lambda g=gateway: "refused" in g.mirror.new_log(), 20, refusing)
             assert latest(gateway, token)["dataset_revision"] == held  # still serving
+            # and saying so, so that a publish names it as lagging rather than forget it
+            assert mirrors.live(client)[mirror_of(gateway)] == held
+        client.close()
         store.client.put_object(Bucket=store.bucket, Key=store.full_key(key), Body=original)
         for gateway in fleet.gateways:
             wait_for(
