@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from contextlib import closing
 from typing import Any
@@ -11,7 +10,7 @@ from builder.core.errors import Conflict
 from builder.core.settings import Settings
 from builder.objstore.s3 import ObjectStore
 from builder.registry.store import Registry
-from builder.store.mirror import follow, mirror
+from builder.store.mirror import follow, mirror, to_stderr
 from builder.store.mirrors import Reporter, await_mirrors
 from builder.store.publish import publish
 from builder.tree.reader import TreeReader
@@ -41,18 +40,16 @@ def run_publish(settings: Settings) -> dict[str, Any]:
         result = publish(settings.site, store).to_json()
     if settings.redis_url:  # fleet mode: return once the live mirrors serve it
         revision = result["published_revision"]
-        result |= await_mirrors(settings.redis_url, revision, settings.mirror_interval_s, warn)
+        result |= await_mirrors(settings.redis_url, revision, settings.mirror_interval_s, to_stderr)
     return result
-
-
-def warn(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def run_mirror(settings: Settings, following: bool, emit: Callable[[dict[str, Any]], None]) -> None:
     reporter = None
     if settings.redis_url:  # fleet mode: tell fxev publish which revision this site serves
-        reporter = Reporter(settings.redis_url, settings.site, settings.mirror_interval_s, warn)
+        reporter = Reporter(
+            settings.redis_url, settings.site, settings.mirror_interval_s, to_stderr
+        )
     try:
         with closing(object_store(settings)) as store:
             if following:

@@ -339,6 +339,11 @@ def mirror(site: Path, store: ObjectStore) -> MirrorResult:
     return Mirror(site, store).run()
 
 
+def to_stderr(line: str) -> None:
+    """A warning line of a command that goes on (a mirror's failed poll, a publish's wait)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def served_revision(site: Path) -> int | None:
     """The revision the site's pointer names, or None (no pointer yet, or one not readable)."""
     try:
@@ -352,7 +357,7 @@ def follow(
     store: ObjectStore,
     interval_s: float,
     emit: Callable[[dict[str, Any]], None],
-    warn: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    warn: Callable[[str], None] = to_stderr,
     rounds: int | None = None,
     report: Callable[[int], None] | None = None,
 ) -> None:
