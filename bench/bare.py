@@ -16,7 +16,7 @@ from pathlib import Path
 from sanic import Request, Sanic
 from sanic.response import HTTPResponse, raw
 
-from gateway.serving import serve_factory
+from gateway.server.serving import serve_factory
 
 ROOT_SWITCH = "FXEV_BENCH_BARE_ROOT"
 

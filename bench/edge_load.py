@@ -41,8 +41,9 @@ from bench.gateway_load import (
 )
 from bench.servers import free_port, gateway, nginx
 from bench.wrk import run_wrk
-from gateway import edge, pagetoken
-from gateway.edge_config import EdgePlan, edge_config
+from gateway.api import pagetoken
+from gateway.edge import steps
+from gateway.edge.config import EdgePlan, edge_config
 from tests.support.edge import start_edge
 from tests.support.wrk import WrkResult, spread
 
@@ -108,7 +109,7 @@ def edge_text(
             listen=f"127.0.0.1:{port}",
             upstreams=(gateway_base.removeprefix("http://"),),
             cache_dir=folder / "edge-cache",
-            credential=pagetoken.load_or_create_secret(home, edge.SECRET_FILE).hex(),
+            credential=pagetoken.load_or_create_secret(home, steps.SECRET_FILE).hex(),
             lanes=lanes,
         )
     )

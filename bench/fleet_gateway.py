@@ -12,7 +12,7 @@ same gateway on one host, in one run.
    time with many connections; the gateway's CPU time (and Redis's, apart) is read from
    ``/proc``.
 4. The Redis client: the gate's round trip from this process, 64 in flight, on the gateway's
-   pipelined connection (``gateway.redis_pipe``) against redis-py's asyncio client with and
+   pipelined connection (``gateway.fleet.pipe``) against redis-py's asyncio client with and
    without hiredis.
 
 Printed, not asserted: best and spread (min to max) of requests per second and CPU per request,
@@ -51,9 +51,9 @@ from bench.gateway_load import (
 from bench.servers import cpu_seconds, descendants, gateway
 from bench.wrk import run_wrk
 from builder.fleet.processes import free_ports, redis_service
-from gateway.fleet_limits import ADMIT, RedisGate
-from gateway.ratelimit import Limits, epoch_us
-from gateway.redis_pipe import PipelinedScript
+from gateway.fleet.gate import ADMIT, RedisGate
+from gateway.fleet.pipe import PipelinedScript
+from gateway.limits.rule import Limits, epoch_us
 from tests.support.wrk import spread
 from tokens.redis_store import RedisTokenStore
 from tokens.store import token_hash
@@ -113,7 +113,7 @@ async def _client_rates(url: str, seconds: float) -> dict[str, tuple[float, floa
     pipe = PipelinedScript(url, ADMIT, 5.0)
     gate = RedisGate(sync, limits, pipe)
     rates = {
-        "pipe (gateway/redis_pipe)": await _rate(lambda: gate.admit_async(token, now()), seconds)
+        "pipe (gateway/fleet/pipe)": await _rate(lambda: gate.admit_async(token, now()), seconds)
     }
     pipe.close()
     token_id = token.split("_")[1]

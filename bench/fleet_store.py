@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from builder.store.s3 import ObjectStore
 
 from builder.capture.run import Stores
 from builder.publish.build import Builder
 from builder.publish.writer import TreeWriter
 from builder.store.mirror import mirror
 from builder.store.publish import publish
-from builder.store.s3 import ObjectStore
 from tests.fleet.seaweed import BUCKET, CREDENTIALS, seaweedfs
 from tests.support.synth import Synth
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from bench.servers import bare_sanic, cpu_seconds, descendants, gateway, nginx
 from bench.wrk import run_wrk
 from builder.tree.reader import TreeReader
-from gateway.ratelimit import MAPPED_SLOTS
+from gateway.limits.ring import MAPPED_SLOTS
 from tests.support.wrk import Measurement, best, spread
 from tokens.store import TokenStore
 

@@ -13,7 +13,7 @@ from sanic import Sanic
 
 from builder.core.settings import load_settings
 from gateway.app import create_app
-from gateway.serving import serve_factory
+from gateway.server.serving import serve_factory
 
 LEDGER_SWITCH = "FXEV_BENCH_LEDGER"
 

@@ -1,9 +1,10 @@
 """Sanic wiring: ``create_app(settings)`` assembled from small ``setup_*`` functions.
 
-The parts live beside it: the ``/v1`` handlers and their table (:mod:`gateway.routes`), the
-explorer's routes (:mod:`gateway.explorer`), the gate in front of them (:mod:`gateway.access`),
-sending and error bodies (:mod:`gateway.sending`), the request ledger (:mod:`gateway.ledgering`)
-and the HTTP/1.1 connection (:mod:`gateway.http1`). This module imports them; none of them
+The parts live in the packages below it: the ``/v1`` handlers and their table
+(:mod:`gateway.handlers.routes`), the explorer's routes (:mod:`gateway.handlers.explorer`), the
+gate in front of them (:mod:`gateway.handlers.access`), sending and error bodies
+(:mod:`gateway.http.sending`), the request ledger (:mod:`gateway.handlers.ledgering`) and the
+HTTP/1.1 connection (:mod:`gateway.server.http1`). This module imports them; none of them
 imports it.
 """
 
@@ -24,19 +25,22 @@ from sanic.response import HTTPResponse
 from builder.core.settings import Settings, load_settings
 from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
-from gateway import edge, head, pagetoken
-from gateway.access import admit, admit_fleet
-from gateway.edge_lane import AuthLane, start_lane, stop_lane
+from gateway.api import pagetoken
+from gateway.edge import steps
 from gateway.errors import NotReady
-from gateway.explorer import setup_explorer
-from gateway.fleet_limits import EDGE_SECRET_KEY, FleetAlerts, RedisGate
-from gateway.http1 import GatewayProtocol
-from gateway.ledger import Ledger, ledger_folder
-from gateway.ledgering import ledgered, recorded
-from gateway.published import PublishedView
-from gateway.ratelimit import LimaClock, Limits, RateLimiter
-from gateway.routes import ROUTES
-from gateway.sending import error_response, is_preflight, preflight
+from gateway.fleet.gate import EDGE_SECRET_KEY, FleetAlerts, RedisGate
+from gateway.handlers.access import admit, admit_fleet
+from gateway.handlers.explorer import setup_explorer
+from gateway.handlers.lane import AuthLane, start_lane, stop_lane
+from gateway.handlers.ledgering import ledgered, recorded
+from gateway.handlers.published import PublishedView
+from gateway.handlers.routes import ROUTES
+from gateway.http import head
+from gateway.http.sending import error_response, is_preflight, preflight
+from gateway.ledger.recording import Ledger, ledger_folder
+from gateway.limits.ring import RateLimiter
+from gateway.limits.rule import LimaClock, Limits
+from gateway.server.http1 import GatewayProtocol
 from tokens.cache import CachedTokenCheck
 from tokens.store import TokenStore
 
@@ -58,8 +62,8 @@ def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
 
     Sanic's own settings come from ``SANIC_*`` variables as usual (``SANIC_REQUEST_TIMEOUT``:
     how long a client may take to send its request before the 408, 60 s by default), but for
-    the size limits of a request, which are the edge's too (:data:`gateway.head.HEAD_MAX`,
-    :data:`gateway.head.BODY_MAX`)."""
+    the size limits of a request, which are the edge's too (:data:`gateway.http.head.HEAD_MAX`,
+    :data:`gateway.http.head.BODY_MAX`)."""
     app = GatewaySanic(APP_NAME, strict_slashes=True)
     app.config.AUTO_EXTEND = False
     app.config.REQUEST_MAX_SIZE = head.BODY_MAX  # as much as the edge takes
@@ -97,7 +101,7 @@ class HomeStores:
             tokens = TokenStore.open(settings.home)
             opened.callback(tokens.close)
             secret = pagetoken.load_or_create_secret(settings.home)
-            edge_secret = pagetoken.load_or_create_secret(settings.home, edge.SECRET_FILE).hex()
+            edge_secret = pagetoken.load_or_create_secret(settings.home, steps.SECRET_FILE).hex()
             limiter = RateLimiter.open(settings.home, limits)
             opened.callback(limiter.close)
             alerts = AlertView.open(settings.home)
@@ -146,7 +150,7 @@ def setup_stores(app: Sanic) -> None:
         if app.ctx.ledger is not None:
             app.ctx.ledger.start()  # its writer process, warm before the first request
         app.ctx.lane = app.ctx.lane_server = None
-        if settings.edge_lane:  # the edge's auth lane, beside Sanic (gateway.edge_lane)
+        if settings.edge_lane:  # the edge's auth lane, beside Sanic (gateway.handlers.lane)
             lane = AuthLane(
                 app.ctx.view,
                 app.ctx.ledger,
@@ -237,10 +241,10 @@ def is_route(app: Sanic, path: str) -> bool:
 def setup_routes(app: Sanic) -> None:
     """Every ``/v1`` route, behind :func:`admit` (in fleet mode :func:`admit_fleet`) when it
     needs a token, and ledgered; and the edge's replay and refusal routes, unknown paths to anyone
-    but the edge (:mod:`gateway.edge`)."""
+    but the edge (:mod:`gateway.edge.steps`)."""
     gate = admit_fleet if app.ctx.settings.redis_url else admit
     for path, handler, needs_token in ROUTES:
         wrapped = ledgered(handler, gate if needs_token else None)
         app.add_route(wrapped, path, methods=METHODS, name=handler.__name__)
-    app.add_route(edge.replay, edge.ANSWER_PATH, methods=METHODS, name="edge_replay")
-    app.add_route(edge.refusal, edge.REFUSAL_PATH, methods=METHODS, name="edge_refusal")
+    app.add_route(steps.replay, steps.ANSWER_PATH, methods=METHODS, name="edge_replay")
+    app.add_route(steps.refusal, steps.REFUSAL_PATH, methods=METHODS, name="edge_refusal")

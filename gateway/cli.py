@@ -1,7 +1,7 @@
 """``fxev serve`` runs the gateway (Sanic, N worker processes, each built by the factory);
 ``fxev requests show ID`` reads what its ledger recorded (and, in fleet mode, what was shipped);
-``fxev ledger ship`` ships it (:mod:`gateway.shipping`); ``fxev edge config`` prints the edge's
-nginx configuration (:mod:`gateway.edge_config`)."""
+``fxev ledger ship`` ships it (:mod:`gateway.ledger.shipping`); ``fxev edge config`` prints the
+edge's nginx configuration (:mod:`gateway.edge.config`)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from builder.core.arguments import count_of_at_least_one, port_number
-from gateway.edge_config import DEFAULT_LISTEN, DEFAULT_UPSTREAM
-from gateway.ledger import find_entries, ledger_folder
+from gateway.edge.config import DEFAULT_LISTEN, DEFAULT_UPSTREAM
+from gateway.ledger.recording import find_entries, ledger_folder
 
 if TYPE_CHECKING:
     from builder.core.settings import Settings
@@ -25,7 +25,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from builder.ops.ports import refuse_unusable_port
     from builder.tree.layout import POINTER
     from gateway.app import check_stores, create_app_from_env
-    from gateway.serving import serve_factory
+    from gateway.server.serving import serve_factory
     from tokens.cli import require_tokens
 
     # A home without its token store, or (for `fxev serve`) a site never built: one line, never
@@ -41,7 +41,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     check_stores(settings)  # after the port: a refused start changes nothing
     shipper = None
     if settings.store_url is not None:  # fleet mode: the main process ships the ledger
-        from gateway.shipping import Shipper
+        from gateway.ledger.shipping import Shipper
 
         shipper = Shipper.from_settings(settings)
     serve_factory(create_app_from_env, args.host, args.port, args.workers, shipper=shipper)
@@ -65,8 +65,8 @@ def cmd_requests_show(args: argparse.Namespace, settings: Settings) -> int:
     from contextlib import closing
 
     from builder.core.errors import NotFound
-    from gateway.shipping import KEYS as SHIPPED
-    from gateway.shipping import find_everywhere, object_store
+    from gateway.ledger.shipping import KEYS as SHIPPED
+    from gateway.ledger.shipping import find_everywhere, object_store
 
     folder = ledger_folder(settings.home)
     if settings.store_url is None:
@@ -104,7 +104,7 @@ def cmd_ledger_ship(args: argparse.Namespace, settings: Settings) -> int:
     from contextlib import closing
 
     from builder.core.errors import NotFound
-    from gateway.shipping import object_store, ship
+    from gateway.ledger.shipping import object_store, ship
 
     folder = ledger_folder(settings.home)
     if not folder.is_dir():  # never an empty home
@@ -130,12 +130,13 @@ def add_ledger_command(subparsers: argparse._SubParsersAction) -> None:  # type:
 
 def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
     from builder.core.errors import UsageError
-    from gateway import edge, pagetoken
-    from gateway.edge_config import EdgePlan, edge_config
+    from gateway.api import pagetoken
+    from gateway.edge import steps
+    from gateway.edge.config import EdgePlan, edge_config
 
     if settings.redis_url:  # fleet mode: the credential every gateway reads from Redis
-        from gateway.fleet_limits import EDGE_SECRET_KEY, RedisGate, connect
-        from gateway.ratelimit import Limits
+        from gateway.fleet.gate import EDGE_SECRET_KEY, RedisGate, connect
+        from gateway.limits.rule import Limits
 
         gate = RedisGate(connect(settings.redis_url), Limits(1, 1))
         try:
@@ -146,7 +147,7 @@ def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
         from tokens.cli import require_tokens
 
         require_tokens(settings.home)  # the gateways' home: never an empty one
-        credential = pagetoken.load_or_create_secret(settings.home, edge.SECRET_FILE).hex()
+        credential = pagetoken.load_or_create_secret(settings.home, steps.SECRET_FILE).hex()
     cache_dir = args.cache_dir or settings.home / "edge-cache"
     plan = EdgePlan(
         listen=args.listen,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from builder.core.vocabulary import CDN_IMMUTABLE, IMMUTABLE, NO_STORE
+from gateway.http.sending import CORS_EXPOSE
 from gateway.openapi.json_schema import SHA256, TIMESTAMP, Schema
-from gateway.sending import CORS_EXPOSE
 
 # RFC 9110's IMF-fixdate, and RFC 9530's SHA-256 digest (32 bytes in base64).
 HTTP_DATE = (

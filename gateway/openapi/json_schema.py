@@ -1,13 +1,13 @@
 """JSON Schema constructors for the OpenAPI document, and the patterns its schemas share.
 
-The date and UUID patterns are the forms :mod:`gateway.params` checks, anchored.
+The date and UUID patterns are the forms :mod:`gateway.api.params` checks, anchored.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gateway import params
+from gateway.api import params
 
 Schema = dict[str, Any]
 

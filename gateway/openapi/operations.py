@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gateway import params
+from gateway.api import params
 from gateway.openapi.headers import (
     AS_OF_NOT_MODIFIED_HEADERS,
     EVIDENCE_HEADERS,

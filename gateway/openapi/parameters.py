@@ -1,10 +1,10 @@
 """The query parameters (``components/parameters``) and path ids of the OpenAPI document, their
-patterns the forms :mod:`gateway.params` and :mod:`gateway.pagetoken` check."""
+patterns the forms :mod:`gateway.api.params` and :mod:`gateway.api.pagetoken` check."""
 
 from __future__ import annotations
 
 from builder.core.vocabulary import CURRENCIES, SERIES
-from gateway import pagetoken, params
+from gateway.api import pagetoken, params
 from gateway.openapi.json_schema import DATE, Schema
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gateway.head import BODY_MAX, EDGE_HEAD_MAX, HEAD_MAX
-from gateway.sending import TOO_LARGE
+from gateway.http.head import BODY_MAX, EDGE_HEAD_MAX, HEAD_MAX
+from gateway.http.sending import TOO_LARGE
 from tests.contract.conftest import Gateway, _running, copy_demo, ledger_entries
 from tests.support.rawhttp import padded, status_and_headers
 
@@ -350,7 +350,7 @@ def test_the_asterisk_form_is_only_for_options(strict_gateway: Gateway) -> None:
     assert options.headers["allow"] == "GET, HEAD"
 
 
-# -- heads read by RFC 9112 (gateway.head) ---------------------------------------------------
+# -- heads read by RFC 9112 (gateway.http.head) ---------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from gateway import edge
+from gateway.edge import steps
 from tests.contract.conftest import (
     Gateway,
     _free_port,
@@ -43,7 +43,7 @@ def laned(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -> Iterator
 
 
 def lane_url(gateway: Gateway) -> str:
-    return f"http://{gateway.env['FXEV_EDGE_LANE']}{edge.AUTH_PATH}"
+    return f"http://{gateway.env['FXEV_EDGE_LANE']}{steps.AUTH_PATH}"
 
 
 def ask(gateway: Gateway, target: str, token: str | None, **headers: str) -> requests.Response:
@@ -72,7 +72,7 @@ def test_a_warm_answer_is_the_full_steps_200_with_the_same_ledger_entry(laned: G
     full = auth(laned, AS_OF, token)
     lane = ask(laned, AS_OF, token)
     assert lane.status_code == full.status_code == 200 and lane.content == b""
-    assert lane.headers[edge.ETAG] == full.headers[edge.ETAG]
+    assert lane.headers[steps.ETAG] == full.headers[steps.ETAG]
     assert lane.headers["X-Request-Id"] != full.headers["X-Request-Id"]
     [by_lane] = ledger_entries(laned.env, lane.headers["X-Request-Id"])
     [by_full] = ledger_entries(laned.env, full.headers["X-Request-Id"])
@@ -93,7 +93,7 @@ def test_evidence_too(laned: Gateway) -> None:
     assert answer.status_code == 200
     [entry] = ledger_entries(laned.env, answer.headers["X-Request-Id"])
     assert entry["path"] == target and entry["status"] == 200 and entry["request_id"] is None
-    assert f'"{entry["sha256"]}"' == answer.headers[edge.ETAG]
+    assert f'"{entry["sha256"]}"' == answer.headers[steps.ETAG]
 
 
 def test_the_lane_counts_like_a_direct_request_and_leaves_the_refusal_to_the_full_step(
@@ -156,7 +156,7 @@ def test_without_the_edges_credential_the_lane_answers_nothing(laned: Gateway) -
         answer = requests.get(lane_url(laned), headers=sent, timeout=10)
         assert answer.status_code == 404 and answer.headers.get("Connection") == "close"
     wrong_path = requests.get(
-        lane_url(laned).replace(edge.AUTH_PATH, "/v1/rates"),
+        lane_url(laned).replace(steps.AUTH_PATH, "/v1/rates"),
         headers={"X-Fxev-Edge": credential(laned), "X-Original-URI": AS_OF},
         timeout=10,
     )
@@ -188,7 +188,7 @@ def raw_lane_request(gateway: Gateway, target: str, authorizations: list[str]) -
     """One auth step written by hand (``requests`` cannot send a header twice)."""
     host, _, port = gateway.env["FXEV_EDGE_LANE"].rpartition(":")
     lines = [
-        f"GET {edge.AUTH_PATH} HTTP/1.1",
+        f"GET {steps.AUTH_PATH} HTTP/1.1",
         f"Host: {host}",
         f"X-Fxev-Edge: {credential(gateway)}",
         f"X-Original-URI: {target}",

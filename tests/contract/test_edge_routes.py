@@ -11,8 +11,8 @@ import orjson
 import pytest
 import requests
 
-from gateway import edge
-from gateway.sending import TOO_LARGE, repr_digest
+from gateway.edge import steps
+from gateway.http.sending import TOO_LARGE, repr_digest
 from tests.contract.conftest import Gateway, ledger_entries
 from tests.contract.test_api import assert_api_error
 
@@ -20,7 +20,7 @@ AS_OF = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-30&a
 
 
 def credential(gateway: Gateway) -> str:
-    return (gateway.home / edge.SECRET_FILE).read_text(encoding="ascii").strip()
+    return (gateway.home / steps.SECRET_FILE).read_text(encoding="ascii").strip()
 
 
 def auth(
@@ -31,13 +31,13 @@ def auth(
     if token is not None:
         sent["Authorization"] = f"Bearer {gateway.token if token == 'default' else token}"
     sent.setdefault("X-Original-Method", "GET")
-    return requests.get(gateway.url(edge.AUTH_PATH), headers=sent, timeout=10)
+    return requests.get(gateway.url(steps.AUTH_PATH), headers=sent, timeout=10)
 
 
 def replayed(gateway: Gateway, answer: requests.Response) -> requests.Response:
     """What the edge's ``error_page 401`` fetches for a refused auth step."""
-    headers = {"X-Fxev-Edge": credential(gateway), edge.ANSWER: answer.headers[edge.ANSWER]}
-    return requests.get(gateway.url(edge.ANSWER_PATH), headers=headers, timeout=10)
+    headers = {"X-Fxev-Edge": credential(gateway), steps.ANSWER: answer.headers[steps.ANSWER]}
+    return requests.get(gateway.url(steps.ANSWER_PATH), headers=headers, timeout=10)
 
 
 def test_the_auth_step_of_an_immutable_answer_is_a_bodiless_200_recorded_as_the_answer(
@@ -46,7 +46,7 @@ def test_the_auth_step_of_an_immutable_answer_is_a_bodiless_200_recorded_as_the_
     direct = gateway.get(AS_OF)
     answer = auth(gateway, AS_OF)
     assert answer.status_code == 200 and answer.content == b""
-    assert answer.headers[edge.ETAG] == direct.headers["ETag"]
+    assert answer.headers[steps.ETAG] == direct.headers["ETag"]
     request_id = answer.headers["X-Request-Id"]
     assert request_id != direct.headers["X-Request-Id"]
     [entry] = ledger_entries(gateway.env, request_id)
@@ -108,8 +108,8 @@ def test_a_cache_fill_is_sent_only_with_the_authorised_etag_and_not_recorded(
     auth step gave: another ETag, or a gateway that would send other CORS headers (its
     FXEV_CORS_ORIGINS changed since), is a retryable 503, never an entry under the key."""
     answer = auth(gateway, AS_OF)
-    request_id, etag = answer.headers["X-Request-Id"], answer.headers[edge.ETAG]
-    assert answer.headers[edge.CORS] == "-"
+    request_id, etag = answer.headers["X-Request-Id"], answer.headers[steps.ETAG]
+    assert answer.headers[steps.CORS] == "-"
     fill = {"X-Fxev-Edge": credential(gateway), "X-Fxev-Admitted": request_id}
     expect = {"X-Fxev-Expect": f"{etag} -"}
     body = requests.get(gateway.url(AS_OF), headers=fill | expect, timeout=10)
@@ -135,10 +135,10 @@ def test_an_auth_step_for_an_internal_path_is_an_unknown_path_recorded(
     without dot segments) is answered as that target asked directly: 404 `NOT_FOUND`, packed,
     and recorded. Nothing the edge alone may ask is done for it: a packed answer beside it is
     not replayed, no refusal is written."""
-    packed = auth(gateway, AS_OF, token=None).headers[edge.ANSWER]
-    step = auth(gateway, original, **{edge.ANSWER: packed})
+    packed = auth(gateway, AS_OF, token=None).headers[steps.ANSWER]
+    step = auth(gateway, original, **{steps.ANSWER: packed})
     assert step.status_code == 401
-    status, headers, body = edge.unpack(step.headers[edge.ANSWER])
+    status, headers, body = steps.unpack(step.headers[steps.ANSWER])
     assert status == 404 and orjson.loads(body)["code"] == "NOT_FOUND"
     x_request_id = dict((k.lower(), v) for k, v in headers)["x-request-id"]
     [entry] = ledger_entries(gateway.env, x_request_id)
@@ -146,10 +146,10 @@ def test_an_auth_step_for_an_internal_path_is_an_unknown_path_recorded(
 
 
 def test_without_the_credential_the_edge_routes_do_not_exist(gateway: Gateway) -> None:
-    packed = auth(gateway, AS_OF, token=None).headers[edge.ANSWER]
+    packed = auth(gateway, AS_OF, token=None).headers[steps.ANSWER]
     for headers in ({}, {"X-Fxev-Edge": "0" * 64}, {"X-Fxev-Edge": ""}):
-        for path in (edge.AUTH_PATH, edge.ANSWER_PATH, "/_edge/refusal/malformed"):
-            sent = headers | {"X-Original-URI": AS_OF, edge.ANSWER: packed}
+        for path in (steps.AUTH_PATH, steps.ANSWER_PATH, "/_edge/refusal/malformed"):
+            sent = headers | {"X-Original-URI": AS_OF, steps.ANSWER: packed}
             sent["Authorization"] = f"Bearer {gateway.token}"
             assert_api_error(
                 requests.get(gateway.url(path), headers=sent, timeout=10), 404, "NOT_FOUND"

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from builder.demo import local_source
-from gateway.routes import ROUTES
+from gateway.handlers.routes import ROUTES
 from tests.contract.conftest import Gateway, _running, copy_demo, fxev, issue_token, ledger_entries
 from tests.contract.test_api import assert_api_error
 from tokens.store import TokenStore

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import requests
 
-from gateway.ledger import read_entries, shown
+from gateway.ledger.recording import read_entries, shown
 from tests.contract.conftest import Gateway, ledger_entries
 from tests.contract.test_ledger import RATES, evidence_path
 
-WRITER_MODULE = "gateway.ledger_writer"
+WRITER_MODULE = "gateway.ledger.writer"
 CLIENTS = 8
 LOAD_S = 6.0
 KILL_EVERY_S = 0.35  # per kill, alternating workers: each worker's writer every 0.7 s

@@ -10,7 +10,7 @@ import requests
 import schemathesis
 
 from gateway import openapi
-from gateway.sending import repr_digest
+from gateway.http.sending import repr_digest
 from tests.contract.conftest import Gateway
 from tests.contract.openapi_checks import closed
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from gateway import edge
-from gateway.fleet_limits import EDGE_SECRET_KEY
+from gateway.edge import steps
+from gateway.fleet.gate import EDGE_SECRET_KEY
 from tests.contract.conftest import home_env, issue_token, run_fxev
 from tests.fleet.redis_server import RedisServer
 
@@ -28,7 +28,7 @@ def test_the_credential_is_made_once_kept_private_and_printed_only_in_the_config
     first = run_fxev(env, "edge", "config", "--upstream", "127.0.0.1:8001", "--upstream",
                      "127.0.0.1:8002", "--listen", "127.0.0.1:9090")  # fmt: skip
     assert first.returncode == 0, first.stderr
-    secret = tmp_path / "home" / edge.SECRET_FILE
+    secret = tmp_path / "home" / steps.SECRET_FILE
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     credential = secret.read_text().strip()
     assert f"proxy_set_header X-Fxev-Edge {credential};" in first.stdout
@@ -55,6 +55,6 @@ def test_in_fleet_mode_the_credential_is_the_one_in_redis(tmp_path: Path) -> Non
         client.close()
         assert f"proxy_set_header X-Fxev-Edge {credential};" in done.stdout
         assert "server 127.0.0.1:8000 " in done.stdout
-        assert not (tmp_path / "home" / edge.SECRET_FILE).exists()
+        assert not (tmp_path / "home" / steps.SECRET_FILE).exists()
     finally:
         server.stop()

@@ -16,7 +16,7 @@ import orjson
 import requests
 
 from builder.demo import local_source
-from gateway.sending import MALFORMED, NOT_ALLOWED, TOO_LARGE, repr_digest
+from gateway.http.sending import MALFORMED, NOT_ALLOWED, TOO_LARGE, repr_digest
 from tests.contract.conftest import _free_port, fxev, ledger_entries
 from tests.contract.test_api import assert_api_error
 from tests.edge.conftest import (

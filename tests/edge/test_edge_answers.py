@@ -25,9 +25,9 @@ import pytest
 import requests
 
 from builder.demo import local_source
-from gateway.head import BODY_MAX, HEAD_MAX
-from gateway.ledger import ledger_folder, read_entries, shown
-from gateway.sending import TOO_LARGE
+from gateway.http.head import BODY_MAX, HEAD_MAX
+from gateway.http.sending import TOO_LARGE
+from gateway.ledger.recording import ledger_folder, read_entries, shown
 from tests.contract.conftest import copy_demo, fxev, ledger_entries
 from tests.edge.conftest import Raw, Running, edge_in_front, exchange
 from tests.edge.test_edge_rules import AS_OF, IDENTITY, LATEST, SEPTEMBER

@@ -33,8 +33,8 @@ import pytest
 import requests
 
 from builder.demo import local_source
-from gateway.ledger import ledger_folder, read_entries, shown
-from gateway.sending import repr_digest
+from gateway.http.sending import repr_digest
+from gateway.ledger.recording import ledger_folder, read_entries, shown
 from tests.builder.localserver import LocalServer
 from tests.contract.conftest import (
     copy_demo,

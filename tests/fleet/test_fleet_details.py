@@ -432,7 +432,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """Redis, the store, the operator's home (seeded as `make run` seeds it), two gateway hosts
     of two workers each with their mirrors; no edge. Stopped by PID at the module's end."""
     from builder.fleet import plan
-    from gateway.shipping import INTERVAL_VARIABLE
+    from gateway.ledger.shipping import INTERVAL_VARIABLE
     from tests.contract.conftest import NOW
 
     settings = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.shipping import INTERVAL_VARIABLE
+from gateway.ledger.shipping import INTERVAL_VARIABLE
 from tests.contract.conftest import Gateway, home_env, issue_token
 from tests.fleet.conftest import Fxev, Host
 
@@ -117,8 +117,8 @@ def test_only_settled_lines_are_shipped_and_zeros_skipped(
     import socket
 
     from builder.objstore.s3 import ObjectStore
-    from gateway.ledger_writer import SETTLED_FORMAT, SETTLED_SUFFIX
-    from gateway.shipping import ship
+    from gateway.ledger.shipping import ship
+    from gateway.ledger.writer import SETTLED_FORMAT, SETTLED_SUFFIX
 
     folder = tmp_path / "ledger"
     folder.mkdir()

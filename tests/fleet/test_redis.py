@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.fleet_limits import RedisGate
-from gateway.ratelimit import Limits, RateLimiter, epoch_us
-from gateway.redis_pipe import PipeError, PipelinedScript, command
+from gateway.fleet.gate import RedisGate
+from gateway.fleet.pipe import PipeError, PipelinedScript, command
+from gateway.limits.ring import RateLimiter
+from gateway.limits.rule import Limits, epoch_us
 from tests.fleet.conftest import seconds_to_lima_midnight
 from tests.fleet.redis_server import RedisServer
 
@@ -54,7 +55,7 @@ def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_p
 def test_the_pipe_answers_in_order_reloads_a_flushed_script_and_reconnects(
     redis_server: RedisServer,
 ) -> None:
-    """The gate's pipelined connection (gateway/redis_pipe.py): many calls in flight matched in
+    """The gate's pipelined connection (gateway/fleet/pipe.py): many calls in flight matched in
     order; after ``SCRIPT FLUSH`` the script is sent again in full; Redis down is a
     :class:`PipeError`, and the next call after it returns connects again."""
     script = "return {tonumber(ARGV[1]) * 2, KEYS[1]}"
@@ -123,12 +124,12 @@ def test_the_awaited_token_check_knows_a_valid_token_and_counts_nothing(
 def test_the_gate_keeps_each_tokens_newest_revision_and_counts_nothing_behind_it(
     redis_server: RedisServer,
 ) -> None:
-    """DECISIONS 4 across gateways (gateway/fleet_limits.py, the mark): a request counted at a
+    """DECISIONS 4 across gateways (gateway/fleet/gate.py, the mark): a request counted at a
     revision raises the token's mark to it; one at a revision below the mark is
-    :class:`~gateway.fleet_limits.Behind` (the mark, the token's record) with nothing counted;
+    :class:`~gateway.fleet.gate.Behind` (the mark, the token's record) with nothing counted;
     a refused one (over the limit) raises nothing; without a revision, no mark is read;
     ``mark_async`` raises it, never lowers it, and counts nothing."""
-    from gateway.fleet_limits import Behind, mark_key, minute_key
+    from gateway.fleet.gate import Behind, mark_key, minute_key
     from tokens.redis_store import RedisTokenStore
 
     now = datetime.now(UTC)
@@ -190,8 +191,8 @@ def test_a_stalled_redis_never_holds_the_event_loop_while_alerts_are_read(
     from types import SimpleNamespace
 
     from gateway.errors import NotReady
-    from gateway.fleet_limits import FleetAlerts, connect
-    from gateway.reading import alert_list
+    from gateway.fleet.gate import FleetAlerts, connect
+    from gateway.handlers.reading import alert_list
 
     client = connect(redis_server.url)
     alerts = FleetAlerts(client)
@@ -233,12 +234,12 @@ def test_a_script_redis_runs_after_its_caller_gave_up_is_taken_back(
 ) -> None:
     """docs/operating/fleet.md#failures: Redis stalled (SIGSTOP, by PID) past the gate's wait,
     the requests waiting on it get 503; the scripts already sent run once Redis resumes. Each
-    that counted its request is taken back (gateway.fleet_limits.UNDO, sent on the same
+    that counted its request is taken back (gateway.fleet.gate.UNDO, sent on the same
     connection, so after it); one that refused its request (over the limit) changed nothing and
     is left. The stalled connection closes once every late reply is in: no connection leaks."""
     from gateway.errors import NotReady
-    from gateway.fleet_limits import ADMIT, UNDO_LATE, connect, day_key, minute_key
-    from gateway.ratelimit import LimaClock
+    from gateway.fleet.gate import ADMIT, UNDO_LATE, connect, day_key, minute_key
+    from gateway.limits.rule import LimaClock
     from tokens.redis_store import RedisTokenStore
 
     now = datetime.now(UTC)

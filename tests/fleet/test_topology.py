@@ -25,8 +25,8 @@ from builder.fleet.processes import CREDENTIALS
 from builder.objstore.s3 import ObjectStore
 from builder.store import mirrors
 from builder.store.mirrors import mirror_name
-from gateway.access import CATCH_UP_MARGIN_S
-from gateway.shipping import INTERVAL_VARIABLE, shipped_entries
+from gateway.handlers.access import CATCH_UP_MARGIN_S
+from gateway.ledger.shipping import INTERVAL_VARIABLE, shipped_entries
 from tests.contract.conftest import NOW
 from tests.fleet.conftest import seconds_to_lima_midnight
 

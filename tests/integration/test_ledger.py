@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gateway.ledger import (
+from gateway.ledger.recording import (
     Ledger,
     LedgerEntry,
     LedgerUnavailable,
@@ -22,7 +22,7 @@ from gateway.ledger import (
     read_entries,
     shown,
 )
-from gateway.ledger_writer import LedgerFile
+from gateway.ledger.writer import LedgerFile
 
 
 def entry(n: int, request_id: str | None = None) -> LedgerEntry:
@@ -56,7 +56,7 @@ def ids(*numbers: int) -> list[str]:
 def test_the_file_is_synchronous_and_lines_go_over_zeros_written_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("gateway.ledger_writer.ZEROED_AHEAD", 1000)  # grows several times below
+    monkeypatch.setattr("gateway.ledger.writer.ZEROED_AHEAD", 1000)  # grows several times below
     folder = tmp_path / "ledger"
     file = LedgerFile(folder / "w.jsonl")
     for n in range(12):

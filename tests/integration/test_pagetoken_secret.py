@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway import pagetoken
+from gateway.api import pagetoken
 
 
 def test_page_token_secret_is_created_once(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.ratelimit import Decision, Limits, RateLimiter, RingFile, epoch_us, ring_path
+from gateway.limits.ring import RateLimiter, RingFile, ring_path
+from gateway.limits.rule import Decision, Limits, epoch_us
 
 T0 = datetime(2026, 9, 21, 15, 0, tzinfo=UTC)  # 10:00 in Lima
 

@@ -6,7 +6,7 @@ import os
 from datetime import UTC, datetime
 
 from builder.core.canonical import utc_timestamp
-from gateway.stamps import RequestIds, utc_now_text
+from gateway.http.stamps import RequestIds, utc_now_text
 
 
 def test_a_forked_child_does_not_repeat_its_parents_ids() -> None:

@@ -1,4 +1,4 @@
-"""A gateway worker keeps every stop signal (gateway.serving.keep_stop_signals).
+"""A gateway worker keeps every stop signal (gateway.server.serving.keep_stop_signals).
 
 Sanic stops a worker by SIGINT through its event loop's signal handler, and uvloop drops a signal
 that arrives while its loop is paused between two ``run_until_complete`` calls. A Ctrl-C sent as
@@ -25,7 +25,7 @@ import requests
 from sanic import Request, Sanic
 from sanic.response import HTTPResponse, text
 
-from gateway.serving import STOP_SIGNALS
+from gateway.server.serving import STOP_SIGNALS
 from tests.contract.conftest import _free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = """
 import asyncio, os, signal, sys
 import uvloop
-from gateway.serving import keep_stop_signals
+from gateway.server.serving import keep_stop_signals
 
 loop = uvloop.new_event_loop()
 asyncio.set_event_loop(loop)
@@ -107,7 +107,7 @@ def probe_app() -> Sanic:
 
 
 SERVE = (
-    "import sys; from gateway.serving import serve_factory;"
+    "import sys; from gateway.server.serving import serve_factory;"
     " from tests.integration.test_worker_signals import probe_app;"
     " serve_factory(probe_app, '127.0.0.1', int(sys.argv[1]), 1)"
 )

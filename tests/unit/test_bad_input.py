@@ -12,10 +12,11 @@ from datetime import date
 import pytest
 from sanic import exceptions as sanic_exceptions
 
-from gateway import errors, params
-from gateway.head import has_bare_lf
-from gateway.http1 import printable_target
-from gateway.sending import as_api_error
+from gateway import errors
+from gateway.api import params
+from gateway.http.head import has_bare_lf
+from gateway.http.sending import as_api_error
+from gateway.server.http1 import printable_target
 
 PUBLISHED = 42
 SECRET = b"k" * 32

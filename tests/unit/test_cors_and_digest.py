@@ -12,7 +12,7 @@ import pytest
 
 from builder.core.settings import SettingsError, load_settings
 from gateway import openapi
-from gateway.sending import CORS_EXPOSE, cors_state, listed, repr_digest
+from gateway.http.sending import CORS_EXPOSE, cors_state, listed, repr_digest
 
 DOC = openapi.DOCUMENT
 

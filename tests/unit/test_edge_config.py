@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from sanic import exceptions as sanic_exceptions
 from sanic.response import HTTPResponse
 
-from gateway import edge
-from gateway.edge_config import GZIP_ACCEPTED, EdgePlan, at_least, check_address, edge_config
+from gateway.edge import steps
+from gateway.edge.config import GZIP_ACCEPTED, EdgePlan, at_least, check_address, edge_config
 from gateway.errors import ApiError, InvalidParams
-from gateway.head import BODY_MAX, HEAD_MAX
-from gateway.sending import MALFORMED, as_api_error
+from gateway.http.head import BODY_MAX, HEAD_MAX
+from gateway.http.sending import MALFORMED, as_api_error
 
 CREDENTIAL = "ab" * 32
 PLAN = EdgePlan(
@@ -154,20 +154,20 @@ def test_a_packed_answer_unpacks_to_itself(
     status: int, headers: dict[str, str], body: bytes
 ) -> None:
     response = HTTPResponse(body, status=status, headers=headers, content_type="application/json")
-    got_status, got_headers, got_body = edge.unpack(edge.pack(response))
+    got_status, got_headers, got_body = steps.unpack(steps.pack(response))
     assert got_status == status and got_body == body
     expected = list(headers.items())
     if body:
         expected.insert(0, ("content-type", "application/json"))
     elif status == 304:  # the type of the 200 it stands for, which the edge's gzip goes by
-        expected.insert(0, (edge.TYPE, "application/json"))
+        expected.insert(0, (steps.TYPE, "application/json"))
     assert got_headers == expected
 
 
 @pytest.mark.parametrize("text", ["", "not base64!", "MjAw"])
 def test_what_is_not_a_packed_answer_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
-        edge.unpack(text)
+        steps.unpack(text)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The auth lane's connection (:mod:`gateway.edge_lane`) on an event loop, over stand-ins for a
+"""The auth lane's connection (:mod:`gateway.handlers.lane`) on an event loop, over stand-ins for a
 worker's stores: steps answered in order, each only once its ledger entry is on disk; a failed
 ledger leaves the step to the full one; ``Connection: close`` honoured."""
 
@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from gateway import edge, edge_lane
-from gateway.edge_lane import FULL_STEP, HEAD_LIMIT, NOT_HERE, AuthLane, LaneConnection
-from gateway.fleet_limits import Behind
-from gateway.ledger import LedgerUnavailable
-from gateway.ratelimit import ALLOWED, Decision
+from gateway.edge import steps
+from gateway.fleet.gate import Behind
+from gateway.handlers import lane
+from gateway.handlers.lane import FULL_STEP, HEAD_LIMIT, NOT_HERE, AuthLane, LaneConnection
+from gateway.ledger.recording import LedgerUnavailable
+from gateway.limits.rule import ALLOWED, Decision
 from tokens.store import TokenRecord
 
 CREDENTIAL = "cd" * 32
@@ -78,7 +79,7 @@ class Transport:
 
 def step(token: str = "good", close: bool = False) -> bytes:
     lines = [
-        f"GET {edge.AUTH_PATH} HTTP/1.1",
+        f"GET {steps.AUTH_PATH} HTTP/1.1",
         "Host: lane",
         f"X-Fxev-Edge: {CREDENTIAL}",
         f"X-Original-URI: {TARGET}",
@@ -204,7 +205,7 @@ def test_a_failed_ledger_leaves_the_step_to_the_full_one() -> None:
 
 
 class FleetGate:
-    """Redis's answer as :class:`gateway.fleet_limits.RedisGate` gives it: the token's mark is
+    """Redis's answer as :class:`gateway.fleet.gate.RedisGate` gives it: the token's mark is
     ``mark``; a revision below it is :class:`Behind`, nothing counted."""
 
     def __init__(self, mark: int) -> None:
@@ -226,11 +227,11 @@ def test_a_token_answered_at_a_later_revision_is_left_to_the_full_step(
 ) -> None:
     """Fleet mode: the lane passes Redis the revision its memo holds; a token answered at a
     later one elsewhere is left, uncounted and unrecorded, to the full step, which waits for
-    this host's mirror (gateway.access.admitted_at_mark): an expected outcome, not a failure
-    of the lane's to log."""
+    this host's mirror (gateway.handlers.access.admitted_at_mark): an expected outcome, not a
+    failure of the lane's to log."""
     logged: list[object] = []
     monkeypatch.setattr(
-        edge_lane, "error_logger", types.SimpleNamespace(warning=lambda *a: logged.append(a))
+        lane, "error_logger", types.SimpleNamespace(warning=lambda *a: logged.append(a))
     )
 
     async def run() -> None:
@@ -284,7 +285,7 @@ def test_a_head_too_slow_closes_the_connection_and_an_idle_one_stays_open(
     """A head begun and not ended within HEAD_TIMEOUT_S (the edge writes a step whole) is not
     the edge's: 404 and closed, as a head too long is. A connection idle between whole steps
     stays open past that time."""
-    monkeypatch.setattr(edge_lane, "HEAD_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(lane, "HEAD_TIMEOUT_S", 0.3)
 
     async def run() -> None:
         conn, transport, ledger, _ = connection()
@@ -305,7 +306,7 @@ def test_a_head_too_slow_closes_the_connection_and_an_idle_one_stays_open(
 def test_a_head_ended_in_pieces_in_time_is_answered_and_the_connection_stays_open(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(edge_lane, "HEAD_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(lane, "HEAD_TIMEOUT_S", 0.3)
 
     async def run() -> None:
         conn, transport, _, _ = connection()
@@ -324,7 +325,7 @@ def test_a_connection_refused_while_a_step_is_recorded_answers_that_step_first(
 ) -> None:
     """A step counted and being recorded must get its answer (else the full step would count it
     again): a refusal meanwhile (here a head too slow) closes the connection after it."""
-    monkeypatch.setattr(edge_lane, "HEAD_TIMEOUT_S", 0.1)
+    monkeypatch.setattr(lane, "HEAD_TIMEOUT_S", 0.1)
 
     async def run() -> None:
         conn, transport, ledger, limiter = connection()

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from gateway.envelope import finish, finish_around_request_id, prefix_of
+from gateway.api.envelope import finish, finish_around_request_id, prefix_of
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import jinja2
 import pytest
 
 from builder.render.explorer import pages
-from gateway.explorer import fill_markers, page_policy, same_origin_post, wants_html
+from gateway.handlers.explorer import fill_markers, page_policy, same_origin_post, wants_html
 
 HOSTILE = '</pre><script>alert(1)</script><!--fxev:alertas-->"'
 

@@ -1,4 +1,4 @@
-"""A request's head read by RFC 9112's rules before Sanic parses it (gateway.head)."""
+"""A request's head read by RFC 9112's rules before Sanic parses it (gateway.http.head)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 import pytest
 
 from gateway import errors
-from gateway.head import (
+from gateway.http.head import (
     check_request_line,
     conform,
     is_last_chunk,

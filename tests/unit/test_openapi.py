@@ -24,7 +24,8 @@ from builder.ops.alerts import ALERT_TYPES
 from builder.ops.health import check_clock, check_disk
 from builder.registry.records import Observation
 from builder.sources.import_csv import parse_import_csv
-from gateway import app, errors, openapi, pagetoken, params
+from gateway import app, errors, openapi
+from gateway.api import pagetoken, params
 from tests.contract.openapi_checks import closed
 
 SNAPSHOT = orjson.loads((Path(__file__).parents[1] / "fixtures" / "field_sets.json").read_bytes())

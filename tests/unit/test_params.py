@@ -8,14 +8,14 @@ from datetime import UTC, date, datetime
 import orjson
 import pytest
 
-from gateway import envelope, pagetoken, params
+from gateway.api import envelope, pagetoken, params
+from gateway.api.freshness import frescura
 from gateway.errors import (
     InvalidParams,
     PathValidation,
     UnsupportedCurrency,
     UnsupportedSeries,
 )
-from gateway.freshness import frescura
 
 SECRET = b"k" * 32
 BASE = {"currency": "USD", "series": "publicado", "from": "2026-09-01", "to": "2026-09-30"}

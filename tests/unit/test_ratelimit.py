@@ -12,19 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.ratelimit import (
+from gateway.limits.ring import Counter, RingFile, ring_path
+from gateway.limits.rule import (
     WINDOW_US,
-    Counter,
     Decision,
     LimaClock,
     LimaDay,
     Limits,
-    RingFile,
     decide,
     epoch_us,
     lima_day,
     next_lima_midnight,
-    ring_path,
 )
 
 FAR = 10**18  # a day end that never matters

@@ -9,7 +9,7 @@ import time
 import pytest
 from sanic.response import HTTPResponse
 
-from gateway.response import BytesResponse, http_date
+from gateway.http.response import BytesResponse, http_date
 
 
 def wire(cls: type[HTTPResponse], headers: dict[str, object], status: int = 200):

@@ -1,8 +1,8 @@
-"""Fleet mode's admission at the token's revision mark (:func:`gateway.access.admitted_at_mark`,
-docs/operating/fleet.md#monotonic), on an event loop over stand-ins for Redis's gate and the
-published view: a gateway behind the mark waits for its mirror, then admits; not there in time,
-a 503 that names the token for the ledger; a pointer that moved during the round trip raises the
-mark before the handler answers at the newer revision."""
+"""Fleet mode's admission at the token's revision mark
+(:func:`gateway.handlers.access.admitted_at_mark`, docs/operating/fleet.md#monotonic), on an event
+loop over stand-ins for Redis's gate and the published view: a gateway behind the mark waits for its
+mirror, then admits; not there in time, a 503 that names the token for the ledger; a pointer that
+moved during the round trip raises the mark before the handler answers at the newer revision."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from gateway import access, published, reading
 from gateway.errors import NotReady
-from gateway.fleet_limits import Behind
-from gateway.published import PublishedView
-from gateway.ratelimit import ALLOWED, Decision, after_wait
+from gateway.fleet.gate import Behind
+from gateway.handlers import access, published, reading
+from gateway.handlers.published import PublishedView
+from gateway.limits.rule import ALLOWED, Decision, after_wait
 from tokens.store import TokenRecord
 
 RECORD = TokenRecord("t1", "mark", datetime(2026, 1, 1, tzinfo=UTC), None, None)

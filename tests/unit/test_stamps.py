@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from builder.core.canonical import utc_timestamp
-from gateway.stamps import RequestIds, utc_text_of_us, uuid4_text
+from gateway.http.stamps import RequestIds, utc_text_of_us, uuid4_text
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

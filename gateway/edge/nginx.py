@@ -1,12 +1,12 @@
 """The text of the shipped edge's ``nginx.conf``: its template and the blocks it is made of,
 commented line by line (docs/operating/edge.md explains them). ``@@NAME@@`` marks where a block
-or a value goes; :func:`gateway.edge_config.edge_config` fills them and checks the values.
+or a value goes; :func:`gateway.edge.config.edge_config` fills them and checks the values.
 """
 
 from __future__ import annotations
 
-from gateway.edge_maps import MAPS
-from gateway.edge_own import OWN_BLOCKS
+from gateway.edge.maps import MAPS
+from gateway.edge.refusals import OWN_BLOCKS
 
 # Pass-through: the client's request as it came, to any gateway; the edge's own headers, if a
 # client sent them, are blanked (an empty value is not sent). X-Fxev-Passed, the credential,

@@ -5,7 +5,7 @@ Every gateway of every host asks one Redis, so the rules of one host (docs/rate-
 across the fleet. A request of ``/v1`` costs **one round trip**: one ``EVALSHA`` of
 :data:`ADMIT`, which checks the token and counts it against its limits atomically; the worker
 awaits it, serving other requests meanwhile, on one pipelined connection
-(:mod:`gateway.redis_pipe`), which sends the script in full (``EVAL``) when Redis answers
+(:mod:`gateway.fleet.pipe`), which sends the script in full (``EVAL``) when Redis answers
 ``NOSCRIPT``, as after a restart. Keys, all of one token under one cluster hash tag ``{<id>}``:
 
 ``fxev:tok:{<id>}``             the token's record, a hash (:mod:`tokens.redis_store`)
@@ -14,25 +14,25 @@ awaits it, serving other requests meanwhile, on one pipelined connection
 ``fxev:rl:{<id>}:day:<date>``   the count of the Lima day ``<date>``; expires a day after it ends
 ``fxev:rv:{<id>}``              the newest published revision a gateway answered the token at
 ``fxev:page_secret``            the page-token secret, set once (``SET NX``)
-``fxev:edge_secret``            the edge's credential (:mod:`gateway.edge`), set once likewise
+``fxev:edge_secret``            the edge's credential (:mod:`gateway.edge.steps`), set once likewise
 
-The script mirrors :func:`gateway.ratelimit.decide`: the minute rule needs the ``per_min``-th
+The script mirrors :func:`gateway.limits.rule.decide`: the minute rule needs the ``per_min``-th
 most recent accepted instant (``LINDEX per_min-1``), the day rule today's count; a request that
 passes is pushed (``LPUSH`` + ``LTRIM``) and counted (``INCR``); a refused one writes nothing. It
-returns the wait in microseconds, which :func:`gateway.ratelimit.after_wait` turns into
+returns the wait in microseconds, which :func:`gateway.limits.rule.after_wait` turns into
 ``Retry-After`` as on one host. Instants come from the gateway's real clock (never ``FXEV_NOW``);
-the Lima day and its end from :class:`gateway.ratelimit.LimaClock`.
+the Lima day and its end from :class:`gateway.limits.rule.LimaClock`.
 
 Each gateway host mirrors a publish on its own poll, so for a moment two gateways serve two
 revisions. The script also keeps, per token, the newest revision it was answered at (its
 *mark*), so that a client's ``dataset_revision`` never goes back when it moves to another
 gateway (DECISIONS 4): a gateway whose published revision is below the mark is told so, with
-nothing counted, and waits for its mirror (:func:`gateway.access.admitted_at_mark`).
+nothing counted, and waits for its mirror (:func:`gateway.handlers.access.admitted_at_mark`).
 
 Redis unreachable: every call raises :class:`~gateway.errors.NotReady` (503 ``INTERNAL``,
 retryable); nothing passes unlimited. The client reconnects by itself on the next request.
 Redis stalled past :data:`TIMEOUT_S`: the same 503; a script Redis runs once it resumes, whose
-request it counted, is then taken back by :data:`UNDO` (:class:`gateway.redis_pipe.Undo`).
+request it counted, is then taken back by :data:`UNDO` (:class:`gateway.fleet.pipe.Undo`).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from redis.retry import Retry
 from builder.ops.alerts import Alert
 from builder.ops.shared_alerts import NotShared, SharedAlerts
 from gateway.errors import NotReady
-from gateway.ratelimit import WINDOW_US, Decision, LimaClock, Limits, after_wait
-from gateway.redis_pipe import PipeError, PipelinedScript, Undo
+from gateway.fleet.pipe import PipeError, PipelinedScript, Undo
+from gateway.limits.rule import WINDOW_US, Decision, LimaClock, Limits, after_wait
 from tokens.redis_store import record_of, token_key
 from tokens.store import TokenRecord, parse_token_id, token_hash
 

@@ -4,7 +4,7 @@ The same query at the same revision always yields the same token, so an as-of pa
 byte-identical. The secret is one file under ``FXEV_HOME``, created once and atomically (a
 ``link`` that fails if another process won the race), shared by every worker and gateway. In
 fleet mode it lives in Redis instead, set once by the first gateway (``SET NX``:
-:meth:`gateway.fleet_limits.RedisGate.page_secret`), so a token minted by one gateway is accepted
+:meth:`gateway.fleet.gate.RedisGate.page_secret`), so a token minted by one gateway is accepted
 by all (docs/operating/fleet.md#redis).
 """
 

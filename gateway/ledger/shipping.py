@@ -4,7 +4,7 @@
 ``fxev ledger ship`` (:func:`ship`), and in fleet mode the gateway's main process every
 ``FXEV_LEDGER_SHIP_INTERVAL_S`` seconds and at shutdown (:class:`Shipper`), upload the lines of
 each worker file that no void can reach any more: up to the offset its writer marked settled
-(``<file>.settled``, :mod:`gateway.ledger_writer`), or every complete line once the file's
+(``<file>.settled``, :mod:`gateway.ledger.writer`), or every complete line once the file's
 worker is gone (only the worker sends voids). Each run uploads what lies between the offset
 shipped before (``ledger/.shipped/<file>.json``) and that limit as one immutable object,
 ``ledger/<host>/<file>/<offset>-<end>.jsonl`` (offsets on 12 digits; zeroed bytes dropped), then
@@ -33,8 +33,8 @@ import orjson
 
 from builder.core.errors import Conflict
 from builder.disk.durable import replace_durably
-from gateway.ledger import SUFFIX, read_entries, shown
-from gateway.ledger_writer import SETTLED_SUFFIX
+from gateway.ledger.recording import SUFFIX, read_entries, shown
+from gateway.ledger.writer import SETTLED_SUFFIX
 
 if TYPE_CHECKING:
     from builder.core.settings import Settings
@@ -231,7 +231,7 @@ class Shipper:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Shipper:
-        from gateway.ledger import ledger_folder
+        from gateway.ledger.recording import ledger_folder
 
         interval = float(os.environ.get(INTERVAL_VARIABLE) or INTERVAL_S)
         return cls(ledger_folder(settings.home), object_store(settings), interval)

@@ -3,7 +3,7 @@
 
 Each worker process records JSON lines in its own file,
 ``FXEV_HOME/ledger/<host>-<pid>-<start>.jsonl``, through a writer process of its own
-(:mod:`gateway.ledger_writer`, which says how the file is written and why in a separate process).
+(:mod:`gateway.ledger.writer`, which says how the file is written and why in a separate process).
 Recording is a group commit: the responses that finish while a batch is being written wait together
 for the next one, so one durable write covers every response of a batch, and a response is
 released only when the writer has answered that the batch holding its line is on disk. The event
@@ -23,7 +23,7 @@ of the batch still in flight. The 503 sent instead is recorded marked ``"superse
 (:meth:`Ledger.append`), and readers (:func:`shown`) show it instead of any earlier entry of the
 same ``x_request_id``, should one be left where the void could not reach (a file rotated between).
 A released batch the next frame does not follow at once is acknowledged to the writer, which
-marks what may be shipped (:mod:`gateway.shipping`).
+marks what may be shipped (:mod:`gateway.ledger.shipping`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from gateway.ledger_writer import ACK, FRAME
+from gateway.ledger.writer import ACK, FRAME
 
 LEDGER_DIR = "ledger"
 SUFFIX = ".jsonl"
@@ -135,7 +135,7 @@ class Ledger:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         writer = subprocess.Popen(
-            [sys.executable, "-m", "gateway.ledger_writer", str(self.path)],
+            [sys.executable, "-m", "gateway.ledger.writer", str(self.path)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,

@@ -30,9 +30,9 @@ edge or alone. So a whole head (the bytes before its blank line) is read here fi
     case-insensitive; Sanic compares them as they are).
 
 A ``Content-Length`` and a chunk's size are numbers in ASCII digits (:func:`read_number`, which
-Sanic's reading of both calls: ``gateway.http1``). A chunked body's trailer section is field
-lines, as a head's are (:func:`is_trailer_section`, RFC 9112 7.1.2); ``gateway.http1`` reads and
-discards it, where Sanic refused any.
+Sanic's reading of both calls: ``gateway.server.http1``). A chunked body's trailer section is
+field lines, as a head's are (:func:`is_trailer_section`, RFC 9112 7.1.2);
+``gateway.server.http1`` reads and discards it, where Sanic refused any.
 
 The common head passes as it came, at the cost of two regular expressions and a few searches.
 """
@@ -47,7 +47,7 @@ from gateway.errors import InvalidParams
 # CRLF not counted) shorter than HEAD_MAX bytes, as Sanic's own limit reads it; a body of at most
 # BODY_MAX bytes (the shipped edge's nginx takes as much: client_max_body_size). A request from
 # the edge may have a longer head, up to EDGE_HEAD_MAX: an auth step repeats the client's target,
-# and a refused answer travels packed in one header (gateway.edge); the edge never passes on a
+# and a refused answer travels packed in one header (gateway.edge.steps); the edge never passes on a
 # client's head over HEAD_MAX.
 HEAD_MAX = 8 << 10
 BODY_MAX = 1 << 20
@@ -60,7 +60,7 @@ REQUEST_LINE = re.compile(rb"(" + _TOKEN + rb") ([^\x00-\x20\x7f]+) (HTTP/[0-9]\
 FIELD_LINES = re.compile(rb"(?:\r\n" + _TOKEN + rb":[^\0\r\n]*)*")
 # A host (an IP literal or a name: not empty, RFC 9110 4.2.1; no empty label and not "." alone,
 # as nginx reads it) and an optional port. The edge's nginx refuses a Host by the same pattern
-# (gateway/edge_maps.py, $fxev_host_invalid): it reads the same in PCRE and in Python.
+# (gateway/edge/maps.py, $fxev_host_invalid): it reads the same in PCRE and in Python.
 HOST_PATTERN = (
     r"(?!.*\.\.)(?!\.(?::|$))(?:\[(?:[0-9A-Fa-f:.]+|v[0-9A-Fa-f]+\.[-A-Za-z0-9._~!$&'()*+,;=:]+)\]"
     r"|[-A-Za-z0-9._~!$&'()*+,;=%]+)(?::[0-9]*)?"

@@ -45,7 +45,7 @@ from sanic.worker.manager import WorkerManager
 from sanic.worker.process import WorkerProcess
 
 if TYPE_CHECKING:
-    from gateway.shipping import Shipper
+    from gateway.ledger.shipping import Shipper
 
 RESTART_EVERY_S = 1.0  # the least time between two restarts of one worker
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what Sanic stops a worker by

@@ -1,6 +1,6 @@
 """The shipped edge's ``nginx.conf``, its ``http`` level: gzip and the maps nginx computes per
 request (docs/operating/edge.md#headers), filled in at ``@@MAPS@@`` of
-:data:`gateway.edge_nginx.TEMPLATE`.
+:data:`gateway.edge.nginx.TEMPLATE`.
 
 A map is evaluated lazily, when a directive reads its variable: these cost a request nothing
 until a location adds the header or tests the condition that names them.
@@ -97,7 +97,7 @@ MAPS = """\
         default $server_addr;
         "~:" "[$server_addr]";
     }
-    # A Host a gateway would refuse (RFC 9112 3.2, as gateway/head.py reads it), which nginx
+    # A Host a gateway would refuse (RFC 9112 3.2, as gateway/http/head.py reads it), which nginx
     # takes (a brace, a backslash, an "@", a second port...): the edge's own 400, as a gateway
     # alone answers, rather than an auth step refused. None is an HTTP/1.0 request's right.
     map $http_host $fxev_host_invalid {
@@ -106,7 +106,7 @@ MAPS = """\
         "@@HOST_VALUE@@" 0;
     }
     # An absolute target with a fragment (RFC 9112 3.2: no part of a target), which nginx passes
-    # on without it: refused, as gateway/head.py refuses it, rather than answered.
+    # on without it: refused, as gateway/http/head.py refuses it, rather than answered.
     map $request $fxev_fragment_invalid {
         default 0;
         "~^[^ ]+ [A-Za-z][-A-Za-z0-9+.]*://[^ ]*#" 1;

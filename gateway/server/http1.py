@@ -2,7 +2,7 @@
 malformed requests answered, and promptly (docs/decisions.md#bad-requests).
 
 Sanic reads a request's head until its blank line, CRLF CRLF, and answers what it cannot parse
-through the app's error handler. Before it parses a whole head, :func:`gateway.head.conform`
+through the app's error handler. Before it parses a whole head, :func:`gateway.http.head.conform`
 refuses what RFC 9112 has a server refuse and rewrites what the RFC reads and Sanic would not
 (the absolute form with no path, which Sanic answered 500). Three requests slip past that:
 
@@ -25,7 +25,7 @@ timeout answered 503); ``Expect: 100-continue`` is answered
 before waiting for the body (a chunked one too), and not at all in HTTP/1.0 (RFC 9110 10.1.1).
 
 Sanic's numbers are read by the RFC too: a ``Content-Length`` and a chunk's size in ASCII digits
-only (:func:`gateway.head.read_number`). So is a chunked body's framing at each chunk's start
+only (:func:`gateway.http.head.read_number`). So is a chunked body's framing at each chunk's start
 (RFC 9112 7.1): the CRLF that ends a chunk's data is required (Sanic skipped any two bytes), and
 the trailer section after the last chunk is read and discarded (Sanic refused any, where a
 recipient "MUST be able to parse" it). A trailer section that is no field lines, or longer than
@@ -33,9 +33,9 @@ a head may be, is refused (400) and the connection closed: no byte of it is read
 request.
 
 A request from the shipped edge is recognised here too, as soon as its head is read
-(:mod:`gateway.edge`), before routing. Its head may be longer than a client's: a client's head
-of :data:`gateway.head.HEAD_MAX` bytes or more is refused (400) once it is read, an edge's only
-past :data:`gateway.head.EDGE_HEAD_MAX`, the limit Sanic is given.
+(:mod:`gateway.edge.steps`), before routing. Its head may be longer than a client's: a client's head
+of :data:`gateway.http.head.HEAD_MAX` bytes or more is refused (400) once it is read, an edge's only
+past :data:`gateway.http.head.EDGE_HEAD_MAX`, the limit Sanic is given.
 
 :class:`GatewayProtocol` is Sanic's HTTP/1.1 protocol with :class:`GatewayHttp`; the app is served
 with it (``gateway.app``).
@@ -50,8 +50,9 @@ from sanic.http import Http, Stage
 from sanic.http.http1 import HTTP_CONTINUE
 from sanic.server.protocols.http_protocol import HttpProtocol
 
-from gateway import edge, head
+from gateway.edge import steps
 from gateway.errors import InvalidParams
+from gateway.http import head
 
 EMPTY_LINES_IGNORED = 4  # before a request line; one more is refused
 CHUNK_LINE_MAX = 64  # bytes Sanic waits for a chunk's size line before refusing it
@@ -83,7 +84,8 @@ class GatewayHttp(Http):
 
     async def http1_request_header(self) -> None:
         """Sanic's reading of the head; then a request from the edge (``X-Fxev-Edge``) is marked,
-        and its auth step made into the request it authorises (:func:`gateway.edge.arrive`)."""
+        and its auth step made into the request it authorises
+        (:func:`gateway.edge.steps.arrive`)."""
         self.request_began = monotonic()
         await self._receive_head()
         await super().http1_request_header()
@@ -99,9 +101,9 @@ class GatewayHttp(Http):
             # RFC 9110 10.1.1: "100-continue" is ignored in an HTTP/1.0 request, and no 1xx is
             # sent to an HTTP/1.0 client (15.2); Sanic would send its 100 Continue.
             self.expecting_continue = False
-        if edge.CREDENTIAL in self.request.headers:
-            edge.arrive(self)
-        if self.head_size >= head.HEAD_MAX and not edge.came_through(self.request):
+        if steps.CREDENTIAL in self.request.headers:
+            steps.arrive(self)
+        if self.head_size >= head.HEAD_MAX and not steps.came_through(self.request):
             # Sanic's refusal of a head over its limit, which is the edge's alone here.
             raise PayloadTooLarge("Request header exceeds the size limit")
 
@@ -111,7 +113,7 @@ class GatewayHttp(Http):
         hold the connection with one every few seconds), and refusing at once a request line
         that ended and is none (an HTTP/0.9 one, with no version, would wait for the request
         timeout); then have the head read by RFC 9112
-        (:func:`gateway.head.conform`) in the buffer Sanic parses. A head over Sanic's size
+        (:func:`gateway.http.head.conform`) in the buffer Sanic parses. A head over Sanic's size
         limit is left to Sanic to refuse; one over a client's (``head.HEAD_MAX``), but for the
         edge's, is refused once it is read."""
         buffer, empty_lines = self.recv_buffer, 0
@@ -195,7 +197,7 @@ class GatewayHttp(Http):
     @staticmethod
     def _safe_int(value: str, base: int = 10) -> int:
         """Sanic's reading of a ``Content-Length`` and of a chunk's size, by RFC 9112's grammar
-        (:func:`gateway.head.read_number`)."""
+        (:func:`gateway.http.head.read_number`)."""
         return head.read_number(value, base)
 
     def create_empty_request(self) -> None:

@@ -3,7 +3,7 @@
 :func:`edge_config` renders a complete ``nginx.conf`` for Debian's nginx (it needs
 ``auth_request``, ``proxy_cache`` and ``gzip``, all in Debian's ``nginx`` package, and loads its
 embedded Perl, ``libnginx-mod-http-perl``, to hash the answers nginx writes itself) from the text
-in :mod:`gateway.edge_nginx`, commented line by line; docs/operating/edge.md explains it.
+in :mod:`gateway.edge.nginx`, commented line by line; docs/operating/edge.md explains it.
 Relative paths (pid, temporary files) are under the prefix nginx is started with (``nginx -p DIR
 -c FILE``), so one host can run several. The text holds the edge's credential: keep the file
 private (mode 0600).
@@ -15,9 +15,9 @@ import dataclasses
 import re
 from pathlib import Path
 
-from gateway import edge
-from gateway.edge_nginx import BLOCKS, DIRECT_BLOCKS, LANE_BLOCKS, TEMPLATE
-from gateway.head import BODY_MAX, HEAD_MAX, HOST_PATTERN
+from gateway.edge import steps
+from gateway.edge.nginx import BLOCKS, DIRECT_BLOCKS, LANE_BLOCKS, TEMPLATE
+from gateway.http.head import BODY_MAX, HEAD_MAX, HOST_PATTERN
 
 ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$")
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -98,11 +98,11 @@ def edge_config(plan: EdgePlan) -> str:
         "LANES": lanes,
         "CACHE_DIR": cache_dir,
         "CREDENTIAL": plan.credential,
-        "AUTH_PATH": edge.AUTH_PATH,
-        "ANSWER_PATH": edge.ANSWER_PATH,
-        "REFUSAL_PREFIX": edge.REFUSAL_PREFIX,
+        "AUTH_PATH": steps.AUTH_PATH,
+        "ANSWER_PATH": steps.ANSWER_PATH,
+        "REFUSAL_PREFIX": steps.REFUSAL_PREFIX,
         # nginx's own refusals' locations, /_fxev_<name>: one for each refusal a gateway writes
-        "REFUSAL_URIS": "~^/_fxev_(" + "|".join(edge.REFUSALS) + ")$",
+        "REFUSAL_URIS": "~^/_fxev_(" + "|".join(steps.REFUSALS) + ")$",
         "MAX_SIZE": CACHE_MAX_SIZE,
         "INACTIVE": CACHE_INACTIVE,
         "GZIP_ACCEPTED": "~*" + GZIP_ACCEPTED,

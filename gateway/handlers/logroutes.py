@@ -18,10 +18,10 @@ from sanic.response import HTTPResponse
 
 from builder.tlog import tiles
 from builder.tree.log import LogReader
-from gateway import params
+from gateway.api import params
 from gateway.errors import NotFound
-from gateway.reading import published, query, tree
-from gateway.sending import send, send_immutable
+from gateway.handlers.reading import published, query, tree
+from gateway.http.sending import send, send_immutable
 
 TEXT = "text/plain; charset=utf-8"
 OCTETS = "application/octet-stream"

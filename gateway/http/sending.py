@@ -4,7 +4,7 @@ handling of immutable answers, and the spec's error body for any exception.
 
 What the ledger needs later is left on ``request.ctx``: the body's ``request_id`` and the SHA-256
 of the bytes sent (``known_digest``), computed once here for ``Repr-Digest`` and reused by the
-ledger (``gateway.ledgering.sent_digest``).
+ledger (``gateway.handlers.ledgering.sent_digest``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from gateway.errors import (
     NotReady,
     RequestTimeout,
 )
-from gateway.head import BODY_MAX, HEAD_MAX
-from gateway.response import BytesResponse
-from gateway.stamps import fresh_request_id
+from gateway.http.head import BODY_MAX, HEAD_MAX
+from gateway.http.response import BytesResponse
+from gateway.http.stamps import fresh_request_id
 
 JSON = "application/json"
 NO_STORE = {"Cache-Control": vocabulary.NO_STORE}
@@ -125,7 +125,7 @@ def listed(origins: frozenset[str] | None, origin: str | None) -> str | None:
 def cors_state(origins: frozenset[str] | None, origin: str | None) -> str:
     """Which CORS headers a ``/v1`` answer to ``origin`` carries (:func:`cors_headers`): ``-``
     none (no origin configured), ``v`` only ``Vary: Origin``, ``a`` the origin allowed. The edge
-    keys its cache on it (:mod:`gateway.edge`), so a cached answer never carries the headers
+    keys its cache on it (:mod:`gateway.edge.steps`), so a cached answer never carries the headers
     of another configuration than the one that admitted the request."""
     if origins is None:
         return "-"

@@ -1,13 +1,12 @@
-"""``python -m gateway.ledger_writer FILE``: the process that writes one worker's ledger file.
+"""``python -m gateway.ledger.writer FILE``: the process that writes one worker's ledger file.
 
-Each gateway worker starts one (:class:`gateway.ledger.Ledger`) and sends it batches of ledger
-lines over a pipe; the writer puts each batch on disk and answers, in order, one line per batch:
-``+`` once the batch is durable; ``-`` and the reason when none of its lines was written (the file
-could not be opened or grown); ``~`` and the reason when writing its lines failed part way, so
-some may be on disk. A writer in a process of its own shares no interpreter lock with the worker:
-a thread would take the lock back from the event loop several times per batch (after waking, after
-each system call), each time a pair of context switches, which cost more than the writes
-themselves.
+Each gateway worker starts one (:class:`gateway.ledger.recording.Ledger`) and sends it batches of
+ledger lines over a pipe; the writer puts each batch on disk and answers, in order, one line per
+batch: ``+`` once the batch is durable; ``-`` and the reason when none of its lines was written (the
+file could not be opened or grown); ``~`` and the reason when writing its lines failed part way, so
+some may be on disk. A writer in a process of its own shares no interpreter lock with the worker: a
+thread would take the lock back from the event loop several times per batch (after waking, after
+each system call), each time a pair of context switches, which cost more than the writes themselves.
 
 A frame is two lengths, then the lines to *void*, then the batch. The lines to void are those of
 the worker's batches that failed with their lines possibly on disk (its writer was killed before
@@ -262,7 +261,7 @@ def serve(file: LedgerFile, batches: int, replies: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m gateway.ledger_writer FILE", file=sys.stderr)
+        print("usage: python -m gateway.ledger.writer FILE", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

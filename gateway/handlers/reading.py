@@ -13,16 +13,16 @@ from builder.core.business_days import today_in_lima
 from builder.core.settings import Settings
 from builder.ops.alerts import Alert
 from builder.tree.reader import TreeReader
-from gateway import params
+from gateway.api import params
 from gateway.errors import NotReady
-from gateway.published import Published
-from gateway.ratelimit import now_us
+from gateway.handlers.published import Published
+from gateway.http.stamps import now_us
 
 
 def published(request: Request) -> Published:
     """The published revision the request is answered at: in fleet mode the one its admission
-    looked at last (:func:`gateway.access.admitted_at_mark`, which its token's mark records)
-    while the view still holds it, else a look at the pointer now."""
+    looked at last (:func:`gateway.handlers.access.admitted_at_mark`, which its token's mark
+    records) while the view still holds it, else a look at the pointer now."""
     view = request.app.ctx.view
     looked = getattr(request.ctx, "published", None)
     current = looked if view.holds(looked) else view.current()

@@ -7,7 +7,8 @@ process's buffer is dropped in a forked child, so no two processes hand out the 
 
 :func:`utc_now_text` is the ledger's timestamp, ISO-8601 UTC with microseconds and ``Z`` like
 :func:`builder.core.canonical.utc_timestamp`, from the real clock, formatting the date and time part
-only once a second.
+only once a second; :func:`now_us` is the same real clock as an integer, which rate limits and
+revision marks are judged at.
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ def utc_text_of_us(epoch_us: int) -> str:
         _second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
         _second = seconds
     return f"{_second_text}.{micros:06d}Z"
+
+
+def now_us() -> int:
+    """Now on the real clock (never ``FXEV_NOW``), in microseconds since the epoch: the instant
+    a rate limit and a revision mark are judged at."""
+    return time.time_ns() // 1000
 
 
 def utc_now_text() -> str:

@@ -15,7 +15,7 @@ from datetime import MAXYEAR, MINYEAR, UTC, date, datetime
 from urllib.parse import parse_qsl, quote, unquote
 
 from builder.core.vocabulary import CURRENCIES, SERIES
-from gateway import pagetoken
+from gateway.api import pagetoken
 from gateway.errors import InvalidParams, PathValidation, UnsupportedCurrency, UnsupportedSeries
 
 MAX_YEARS = 5

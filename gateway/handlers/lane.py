@@ -1,15 +1,15 @@
 """The edge's auth lane: the auth step of the common case, answered without Sanic
 (docs/operating/edge.md#lane).
 
-The shipped edge checks every request for a cached answer with an auth step (:mod:`gateway.edge`).
-Taken by Sanic, that step costs as much as serving the answer itself, and the edge can serve a
-hit no faster than the gateway answers its auth step. Most auth steps are the same: a valid
-token under its limits asking again for an immutable answer this worker has already sent (as-of
-``/v1/rates``, evidence). The lane answers exactly those, on a listener of its own in each
-worker (``FXEV_EDGE_LANE``, ``HOST:PORT``; every worker listens on it, ``SO_REUSEPORT``), with
-the worker's own token check, limiter, published view and ledger, so with the same checks, the
-same count and the same ledger entry as the full step (:func:`gateway.ledgering.ledger_entry`),
-recorded before the answer leaves.
+The shipped edge checks every request for a cached answer with an auth step
+(:mod:`gateway.edge.steps`). Taken by Sanic, that step costs as much as serving the answer itself,
+and the edge can serve a hit no faster than the gateway answers its auth step. Most auth steps are
+the same: a valid token under its limits asking again for an immutable answer this worker has
+already sent (as-of ``/v1/rates``, evidence). The lane answers exactly those, on a listener of its
+own in each worker (``FXEV_EDGE_LANE``, ``HOST:PORT``; every worker listens on it,
+``SO_REUSEPORT``), with the worker's own token check, limiter, published view and ledger, so with
+the same checks, the same count and the same ledger entry as the full step
+(:func:`gateway.handlers.ledgering.ledger_entry`), recorded before the answer leaves.
 
 Anything else gets ``403`` before anything is counted or recorded, and the edge then takes the
 full auth step through Sanic, which answers it as a direct request would be answered: no token
@@ -35,19 +35,18 @@ from typing import TYPE_CHECKING
 import httptools
 from sanic.log import error_logger
 
-from gateway import edge
-from gateway.access import bearer_token
-from gateway.fleet_limits import Behind
-from gateway.ledger import Ledger, LedgerEntry
-from gateway.ratelimit import now_us
-from gateway.routes import Remembered, remembered
-from gateway.sending import cors_state
-from gateway.stamps import fresh_request_id, utc_now_text
+from gateway.edge import steps
+from gateway.fleet.gate import Behind
+from gateway.handlers.access import bearer_token
+from gateway.handlers.routes import Remembered, remembered
+from gateway.http.sending import cors_state
+from gateway.http.stamps import fresh_request_id, now_us, utc_now_text
+from gateway.ledger.recording import Ledger, LedgerEntry
 
 if TYPE_CHECKING:
-    from gateway.fleet_limits import RedisGate
-    from gateway.published import PublishedView
-    from gateway.ratelimit import RateLimiter
+    from gateway.fleet.gate import RedisGate
+    from gateway.handlers.published import PublishedView
+    from gateway.limits.ring import RateLimiter
     from tokens.cache import CachedTokenCheck
     from tokens.store import TokenRecord
 
@@ -69,7 +68,7 @@ HEAD_LIMIT = 16 << 10
 # the connection is closed. An idle connection, between steps, is the edge's to keep or close.
 HEAD_TIMEOUT_S = 10.0
 FULL_STEP = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
-AUTH_PATH = edge.AUTH_PATH.encode()
+AUTH_PATH = steps.AUTH_PATH.encode()
 NOT_HERE = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 PASSED = (
     b"HTTP/1.1 200 OK\r\nX-Request-Id: %s\r\nX-Fxev-Etag: %s\r\nX-Fxev-Cors: %s\r\n"

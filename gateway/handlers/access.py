@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING
 
 from sanic import Request
 
-from gateway.edge import FILL
+from gateway.edge.steps import FILL
 from gateway.errors import InvalidToken, NotReady, RateLimited, Unauthorized
-from gateway.fleet_limits import Behind
-from gateway.ratelimit import now_us
+from gateway.fleet.gate import Behind
+from gateway.http.stamps import now_us
 
 if TYPE_CHECKING:
-    from gateway.fleet_limits import RedisGate
-    from gateway.published import Published, PublishedView
-    from gateway.ratelimit import Decision
+    from gateway.fleet.gate import RedisGate
+    from gateway.handlers.published import Published, PublishedView
+    from gateway.limits.rule import Decision
     from tokens.store import TokenRecord
 
 COOKIE = "fxev_sesion"
@@ -83,7 +83,7 @@ def limit_rate(request: Request) -> None:
 def admit(request: Request) -> None:
     """The steps before every authenticated handler on one host: the token (401), then its
     limits (429). A cache fill from the edge was admitted (and counted) by the edge's auth step
-    already (:mod:`gateway.edge`)."""
+    already (:mod:`gateway.edge.steps`)."""
     if getattr(request.ctx, "edge", None) == FILL:
         return
     authenticate(request)

@@ -17,13 +17,14 @@ from sanic.response import HTTPResponse
 from builder.core import vocabulary
 from builder.core.canonical import header_text, utc_timestamp
 from builder.ops.health import ntp_state
-from gateway import envelope, openapi, pagetoken, params
+from gateway import openapi
+from gateway.api import envelope, pagetoken, params
+from gateway.api.freshness import frescura, freshness_entry
 from gateway.errors import NoObservations, NotFound
-from gateway.freshness import frescura, freshness_entry
-from gateway.logroutes import log_checkpoint, log_key, log_rows, log_tile
-from gateway.published import Published, PublishedView
-from gateway.reading import alert_list, hoy_lima, latest_dates, published, query, tree
-from gateway.sending import Handler, send, send_immutable, x_request_id
+from gateway.handlers.logroutes import log_checkpoint, log_key, log_rows, log_tile
+from gateway.handlers.published import Published, PublishedView
+from gateway.handlers.reading import alert_list, hoy_lima, latest_dates, published, query, tree
+from gateway.http.sending import Handler, send, send_immutable, x_request_id
 
 PAGE_SIZE = 366
 REQUEST_ID_NAMESPACE = uuid.UUID("6f1d3c2e-5b7a-4e0f-9a61-2f4c8d9e7b10")

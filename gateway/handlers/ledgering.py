@@ -20,17 +20,16 @@ from sanic import Request
 from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
-from gateway import edge
-from gateway.access import credential
+from gateway.edge import steps
 from gateway.errors import NotReady
-from gateway.ledger import Ledger, LedgerEntry, LedgerUnavailable
-from gateway.ratelimit import now_us
-from gateway.sending import Handler, error_response, send, x_request_id
-from gateway.stamps import utc_now_text
+from gateway.handlers.access import credential
+from gateway.http.sending import Handler, error_response, send, x_request_id
+from gateway.http.stamps import now_us, utc_now_text
+from gateway.ledger.recording import Ledger, LedgerEntry, LedgerUnavailable
 from tokens.store import TokenRecord
 
 if TYPE_CHECKING:
-    from gateway.fleet_limits import RedisGate
+    from gateway.fleet.gate import RedisGate
 
 
 def ledgered(
@@ -123,15 +122,15 @@ def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -
 async def recorded(request: Request, response: HTTPResponse) -> HTTPResponse:
     """``response`` once the ledger holds it on disk (docs/decisions.md#ledger), when the request
     carried a valid token; a 503 instead when the ledger cannot be written. For the edge
-    (:mod:`gateway.edge`): its auth step is recorded like the request it stands for, then
+    (:mod:`gateway.edge.steps`): its auth step is recorded like the request it stands for, then
     answered in the edge's form; a cache fill, recorded by its auth step, is not recorded again."""
     asked = getattr(request.ctx, "edge", None)
     if asked is None:
         return await record(request, response)
-    if asked == edge.AUTH:
-        return edge.auth_answer(request, await record(request, response))
-    if asked == edge.FILL:
-        return edge.fill_answer(request, response)
+    if asked == steps.AUTH:
+        return steps.auth_answer(request, await record(request, response))
+    if asked == steps.FILL:
+        return steps.fill_answer(request, response)
     return response  # a replay: counted and recorded by its auth step
 
 

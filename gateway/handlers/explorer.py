@@ -35,8 +35,8 @@ from sanic.response import HTTPResponse
 
 from builder.render.explorer import pages
 from builder.tree.explorer import ExplorerReader
-from gateway import params, routes
-from gateway.access import COOKIE, admitted, credential
+from gateway.api import params
+from gateway.api.freshness import frescura
 from gateway.errors import (
     ApiError,
     CrossSiteRequest,
@@ -45,10 +45,11 @@ from gateway.errors import (
     NotFound,
     Unauthorized,
 )
-from gateway.freshness import frescura
-from gateway.ledgering import ledgered
-from gateway.reading import alert_list, hoy_lima, latest_dates, published, tree
-from gateway.sending import send
+from gateway.handlers import routes
+from gateway.handlers.access import COOKIE, admitted, credential
+from gateway.handlers.ledgering import ledgered
+from gateway.handlers.reading import alert_list, hoy_lima, latest_dates, published, tree
+from gateway.http.sending import send
 
 HTML = "text/html; charset=utf-8"
 READ_METHODS = ["GET", "HEAD"]

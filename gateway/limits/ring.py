@@ -1,22 +1,16 @@
-"""Per-token rate limits, exact across the worker processes of a host and across restarts.
+"""One host's rate-limit store: exact across the worker processes of a host and across restarts.
 
-The rule (docs/decisions.md#rate-limits): at most ``per_min`` requests in (t - 60 s, t] and
-``per_day`` per calendar day in Lima, per token, on the real clock. A request that passes counts; a
-rejected one does not. ``Retry-After`` is the number of seconds until a request would pass, rounded
-up, at least 1.
-
-The arithmetic is :func:`decide`, a pure function. It needs only two facts: the instant of the
-``per_min``-th most recent accepted request (a new one passes the minute rule exactly when that
-one has left the window, or when there are fewer than ``per_min``) and today's count. The store
-numbers each token's accepted requests (``seq``) and keeps the instants of the last ``per_min`` in
-a ring (``slot = seq % per_min``), so the first fact is one read at a fixed offset whatever the
-traffic. A worker opening a token's ring checks that the slots of its last ``per_min``
-requests are where this limit looks for them; a ring written under another limit (changed
-between restarts) is laid out again first, from every slot of the file (:meth:`Ring.settle`),
-so a changed limit still counts the requests already in the window. A request the file no
-longer holds was not among the last ones of the old limit, so outside the window, whenever the
-limit changes at most once a minute. (A ring beyond :data:`MAPPED_SLOTS` is not laid out again:
-a slot holding another ``seq`` counts as unknown, and such a ring refills within a minute.)
+The rule is :func:`gateway.limits.rule.decide`; this store keeps the two facts it needs. It
+numbers each token's accepted requests (``seq``) and keeps the instants of the last ``per_min``
+in a ring (``slot = seq % per_min``), so the ``per_min``-th most recent is one read at a fixed
+offset whatever the traffic. A worker opening a token's ring checks that the slots of its last
+``per_min`` requests are where this limit looks for them; a ring written under another limit
+(changed between restarts) is laid out again first, from every slot of the file
+(:meth:`Ring.settle`), so a changed limit still counts the requests already in the window. A
+request the file no longer holds was not among the last ones of the old limit, so outside the
+window, whenever the limit changes at most once a minute. (A ring beyond :data:`MAPPED_SLOTS` is
+not laid out again: a slot holding another ``seq`` counts as unknown, and such a ring refills
+within a minute.)
 
 The state of a token is one fixed-layout file, ``FXEV_HOME/ratelimit/<token id>.ring``
 (:class:`RingFile`): a header (``seq`` of the last accepted request, the Lima day and its count)
@@ -44,119 +38,17 @@ import mmap
 import os
 import re
 import struct
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime
 from pathlib import Path
-from time import time_ns
 
-from builder.core.business_days import today_in_lima
-from builder.core.vocabulary import LIMA
+from gateway.limits.rule import Decision, LimaClock, Limits, decide, epoch_us
 
 RATELIMIT_DIR = "ratelimit"
 SUFFIX = ".ring"
-WINDOW_US = 60_000_000
 Buffer = bytearray | mmap.mmap  # what a header is written into
 MAPPED_SLOTS = 1_000_000  # rings up to this many slots (16 MB) are mapped whole
 RELAYOUT_CHUNK = 1 << 20  # bytes read at a time when a ring is laid out again (whole slots)
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SAFE_TOKEN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Limits:
-    per_min: int
-    per_day: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Decision:
-    allowed: bool
-    retry_after: int = 0  # seconds; 0 when allowed
-
-
-ALLOWED = Decision(True)
-
-
-def epoch_us(instant: datetime) -> int:
-    delta = instant - EPOCH  # aware datetimes subtract across zones
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def lima_day(instant: datetime) -> date:
-    return today_in_lima(instant)  # the calendar module's rule, one definition
-
-
-def next_lima_midnight(day: date) -> datetime:
-    return datetime.combine(day + timedelta(days=1), time(0), tzinfo=LIMA)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class LimaDay:
-    """A calendar day in Lima as a span of the real clock: [start_us, end_us)."""
-
-    day: date
-    start_us: int
-    end_us: int
-
-    @classmethod
-    def of(cls, instant: datetime) -> LimaDay:
-        day = lima_day(instant)
-        start = datetime.combine(day, time(0), tzinfo=LIMA)
-        return cls(day, epoch_us(start), epoch_us(next_lima_midnight(day)))
-
-    @classmethod
-    def containing(cls, now_us: int) -> LimaDay:
-        return cls.of(EPOCH + timedelta(microseconds=now_us))
-
-    def holds(self, now_us: int) -> bool:
-        return self.start_us <= now_us < self.end_us
-
-
-class LimaClock:
-    """The Lima day of an instant of the real clock, the zone arithmetic done once a day."""
-
-    def __init__(self) -> None:
-        self._span: LimaDay | None = None
-
-    def day(self, now_us: int) -> LimaDay:
-        span = self._span
-        if span is None or not span.holds(now_us):
-            span = self._span = LimaDay.containing(now_us)
-        return span
-
-
-def now_us() -> int:
-    """Now on the real clock, in microseconds since the epoch."""
-    return time_ns() // 1000
-
-
-def decide(
-    limits: Limits,
-    now_us: int,
-    nth_recent_us: int | None,
-    day_count: int,
-    day_end_us: int,
-) -> Decision:
-    """Whether a request at ``now_us`` passes, and if not, when one would.
-
-    ``nth_recent_us``: the instant of the ``per_min``-th most recent accepted request, or None
-    when there are fewer (or it is no longer known because it left the window long ago).
-    ``day_count``: requests accepted today in Lima; ``day_end_us``: the next Lima midnight.
-    """
-    wait_us = 0  # each wait below is > 0: nth_recent_us is in the window, now_us before day end
-    if nth_recent_us is not None and nth_recent_us > now_us - WINDOW_US:
-        wait_us = nth_recent_us + WINDOW_US - now_us
-    if day_count >= limits.per_day:
-        wait_us = max(wait_us, day_end_us - now_us)
-    return after_wait(wait_us)
-
-
-def after_wait(wait_us: int) -> Decision:
-    """The decision for a wait of ``wait_us`` (0: pass): ``Retry-After`` in whole seconds,
-    rounded up, at least 1. Shared with the fleet's limiter (:mod:`gateway.fleet_limits`),
-    whose script computes the same wait as :func:`decide` inside Redis."""
-    if wait_us <= 0:
-        return ALLOWED
-    return Decision(False, max(1, -(-wait_us // 1_000_000)))
 
 
 # -- one token's file ---------------------------------------------------------------------------
@@ -344,7 +236,8 @@ class RateLimiter:
         return self.acquire_us(token_id, epoch_us(now))
 
     def acquire_us(self, token_id: str, now_us: int) -> Decision:
-        """:meth:`acquire` at ``now_us``, microseconds since the epoch (see :func:`now_us`)."""
+        """:meth:`acquire` at ``now_us``, microseconds since the epoch
+        (:func:`gateway.http.stamps.now_us`)."""
         span = self._lima.day(now_us)
         today, day_end_us = span.day.toordinal(), span.end_us
         per_min = self.limits.per_min

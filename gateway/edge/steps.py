@@ -34,7 +34,7 @@ A client's request the edge passes on (``X-Fxev-Passed``, the credential)
 
 Without the credential, ``/_edge/...`` is an unknown path (404 ``NOT_FOUND``) and the other
 headers mean nothing. The credential is a secret made once per installation like the page-token
-secret (:func:`gateway.pagetoken.load_or_create_secret`; in Redis in fleet mode), compared with
+secret (:func:`gateway.api.pagetoken.load_or_create_secret`; in Redis in fleet mode), compared with
 ``hmac.compare_digest``; ``fxev edge config`` writes it into the edge's configuration.
 """
 
@@ -53,8 +53,8 @@ from sanic.response import HTTPResponse
 
 from builder.core import vocabulary
 from gateway.errors import ApiError, InvalidParams, MethodNotAllowed, NotReady
-from gateway.response import BytesResponse
-from gateway.sending import (
+from gateway.http.response import BytesResponse
+from gateway.http.sending import (
     MALFORMED,
     NOT_ALLOWED,
     TOO_LARGE,

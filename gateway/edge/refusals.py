@@ -2,15 +2,15 @@
 answered, and the 400s and 405 for what it refuses before any gateway sees it, asked of a
 gateway's refusal route or, when none answers, written here the same
 (docs/operating/edge.md#limits). Each names a fresh request id and carries the
-``Repr-Digest`` of its bytes. Blocks for :data:`gateway.edge_nginx.TEMPLATE`, which
-:func:`gateway.edge_config.edge_config` fills.
+``Repr-Digest`` of its bytes. Blocks for :data:`gateway.edge.nginx.TEMPLATE`, which
+:func:`gateway.edge.config.edge_config` fills.
 """
 
 from __future__ import annotations
 
 import orjson
 
-from gateway.edge import REFUSALS
+from gateway.edge.steps import REFUSALS
 
 # What nginx answers by itself (no gateway answered, or it refused the request): the API's JSON
 # error body ($fxev_own_body), with a fresh request id of its own and the body's Repr-Digest,
@@ -66,7 +66,7 @@ def refused(name: str, status: int, code: str, message: str, extra: str = "") ->
 
 
 def refused_as_a_gateway(name: str) -> str:
-    """:func:`refused` for the gateway's refusal ``name`` (:data:`gateway.edge.REFUSALS`): its
+    """:func:`refused` for the gateway's refusal ``name`` (:data:`gateway.edge.steps.REFUSALS`): its
     status, code, message and headers, so nginx writes the very body and headers a gateway
     writes."""
     kind, message = REFUSALS[name]

@@ -1,0 +1,3 @@
+"""The request ledger (docs/operating/ledger.md): each worker's durable record of what it sent
+(:mod:`~gateway.ledger.recording`), the process that writes it (:mod:`~gateway.ledger.writer`)
+and, in fleet mode, its shipping to the object store (:mod:`~gateway.ledger.shipping`)."""
