@@ -9,10 +9,10 @@ site's pointer, or found nothing new::
                                 polls (at least 10 s), so a mirror that stopped is no longer
                                 waited for
 
-``fxev publish`` then waits until every live mirror's revision reaches the one it published, at
-most :func:`wait_s` (two polls and 5 s): a mirror that does not is named in its result
-(``lagging``) and in one warning line, and the publish stands. Redis unreachable is the same
-warning, never a failed mirror or publish: the keys only tell who already serves what.
+``fxev publish`` then waits until every live mirror's revision reaches the one it published, at most
+:func:`wait_s` (two polls and 5 s): a mirror that does not, or whose key expires during the wait, is
+named in its result (``lagging``) and in one warning line, and the publish stands. Redis unreachable
+is the same warning, never a failed mirror or publish: the keys only tell who already serves what.
 """
 
 from __future__ import annotations
@@ -76,13 +76,19 @@ def wait_for(
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[list[str], list[str]]:
     """(mirrors that serve ``revision`` or a later one, mirrors that did not within
-    ``timeout_s``), by name, each sorted."""
+    ``timeout_s``), by name, each sorted. The mirrors waited for are those live when the wait
+    begins; one whose key expires meanwhile has stopped: it is lagging, and not waited for."""
     deadline = clock() + timeout_s
+    expected: set[str] | None = None
     while True:
         held = live(client)
-        lagging = sorted(name for name, serves in held.items() if serves < revision)
-        if not lagging or clock() >= deadline:
-            return sorted(name for name in held if name not in lagging), lagging
+        if expected is None:
+            expected = set(held)
+        behind = [name for name in expected if name in held and held[name] < revision]
+        if not behind or clock() >= deadline:
+            stopped = [name for name in expected if name not in held]
+            served = sorted(name for name, serves in held.items() if serves >= revision)
+            return served, sorted(behind + stopped)
         sleep(POLL_S)
 
 

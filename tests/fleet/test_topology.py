@@ -25,6 +25,7 @@ from builder.fleet.processes import CREDENTIALS
 from builder.objstore.s3 import ObjectStore
 from builder.store import mirrors
 from builder.store.mirrors import mirror_name
+from builder.tree.reader import TreeReader
 from gateway.handlers.access import CATCH_UP_MARGIN_S
 from gateway.ledger.shipping import INTERVAL_VARIABLE, shipped_entries
 from tests.contract.conftest import NOW
@@ -283,10 +284,20 @@ def test_through_the_edge_a_clients_revision_never_goes_back_while_a_mirror_lags
     # Each asks one gateway directly (a token answered the new revision would wait on the other).
     ahead, behind = (issue(fleet, f"monotonic-probe-{n}")[1] for n in range(2))
     lagging.mirror.stop()
+    # Its key would expire within three polls, perhaps before the publish looks (a slow build):
+    # say its revision for longer, as a mirror alive but stuck would.
+    site = Path(lagging.env["FXEV_SITE"])
+    held = TreeReader(site).published_revision()
+    assert held is not None
+    client = redis.Redis.from_url(fleet.env["FXEV_REDIS_URL"])
+    try:
+        mirrors.report(client, site, held, interval_s=60)
+    finally:
+        client.close()
     try:
         published = correct(fleet, b"21/09/2026|3.361|3.369|\r\n")
         revision = published["published_revision"]
-        assert published["lagging"] == [mirror_of(lagging)]  # stopped: its key not yet expired
+        assert published["lagging"] == [mirror_of(lagging)]
         wait_for(
             lambda: latest(fleet.gateways[0], ahead)["dataset_revision"] == revision,
             MIRROR_INTERVAL_S + 15,

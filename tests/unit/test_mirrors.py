@@ -61,6 +61,21 @@ def test_a_mirror_that_never_catches_up_is_named_when_the_wait_ends() -> None:
     assert 1.0 <= waited < 1.0 + mirrors.POLL_S * 1.5
 
 
+def test_a_mirror_that_stops_during_the_wait_is_lagging_and_not_waited_for() -> None:
+    """Its key expires: it will not serve the revision, and the publish says so at once."""
+    client = FakeRedis([{"a": 6, "b": 6}, {"a": 7, "b": 6}, {"a": 7}])
+    served, lagging, waited = wait(client, 7, 10)
+    assert (served, lagging) == (["a"], ["b"])
+    assert waited == 2 * mirrors.POLL_S
+
+
+def test_a_mirror_that_appears_during_the_wait_is_not_waited_for() -> None:
+    client = FakeRedis([{"a": 6}, {"a": 7, "c": 5}])
+    served, lagging, waited = wait(client, 7, 10)
+    assert (served, lagging) == (["a"], [])
+    assert waited == mirrors.POLL_S
+
+
 def test_no_live_mirror_is_no_wait() -> None:
     assert wait(FakeRedis([{}]), 7, 10) == ([], [], 0.0)
 
