@@ -220,7 +220,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     """Upload what the last build published to the store (docs/operating/fleet.md)."""
     require_registry(settings)
     require(settings.site / POINTER, "published tree", "FXEV_SITE")
-    emit(run_publish(settings))
+    emit(run_publish(settings, repair=args.repair))
     return 0
 
 
@@ -361,6 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     publishing_store = commands.add_parser(
         "publish", help="upload what the last build published to the store (FXEV_STORE_URL)"
+    )
+    publishing_store.add_argument(
+        "--repair",
+        action="store_true",
+        help="check every key of the tree in the store; write those it lacks or holds damaged",
     )
     publishing_store.set_defaults(handler=cmd_publish)
 

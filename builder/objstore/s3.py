@@ -5,7 +5,8 @@ from the standard ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY`` and ``AWS_REG
 Immutable keys are written with :meth:`ObjectStore.put_new`: a key the store already holds with
 the same bytes is skipped, one holding other bytes is refused (a ``Conflict``), never overwritten
 (the write itself is conditional, ``If-None-Match: *``, so two publishers cannot race either).
-Only the pointer is replaced (:meth:`ObjectStore.put`).
+Only the pointer is replaced (:meth:`ObjectStore.put`), and, by ``fxev publish --repair`` alone,
+a key holding other bytes than the operator's site (:meth:`ObjectStore.put_checked`).
 
 Every failure to reach the store or an answer out of the protocol is a ``RemoteError`` (one
 line, exit 2: no verdict, as when ``fxev verify`` cannot ask the API); a setting or credentials
@@ -15,6 +16,7 @@ imported when a client is made, so commands that never touch the store do not pa
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import os
 import threading
@@ -52,6 +54,14 @@ def parallel(function: Callable[[T], R], items: Iterable[T], threads: int = THRE
         return [function(item) for item in work]
     with ThreadPoolExecutor(max_workers=min(threads, len(work))) as pool:
         return list(pool.map(function, work))
+
+
+class Put(enum.Enum):
+    """What :meth:`ObjectStore.put_checked` found under a key, and so did."""
+
+    WRITTEN = "written"  # the key held nothing: written
+    SAME = "same"  # it held these bytes: left
+    REPLACED = "replaced"  # it held other bytes: overwritten
 
 
 class ObjectStore:
@@ -206,6 +216,16 @@ class ObjectStore:
                 self._check_same(key, held, data, digest)
                 return False
         return True
+
+    def put_checked(self, key: str, data: bytes) -> Put:
+        """Make ``key`` hold ``data`` whatever it held, judged by reading its bytes back. For
+        ``fxev publish --repair`` only, whose bytes the operator's site vouches for: every other
+        write of an immutable key is :meth:`put_new`, which never overwrites."""
+        held = self.get(key)
+        if held == data:
+            return Put.SAME
+        self.put(key, data)
+        return Put.WRITTEN if held is None else Put.REPLACED
 
     def _check_same(self, key: str, held: dict[str, Any], data: bytes, digest: str) -> None:
         """Whether ``key`` holds ``data`` (SHA-256 ``digest``), judged by its bytes: metadata

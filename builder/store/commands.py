@@ -20,8 +20,9 @@ def object_store(settings: Settings) -> ObjectStore:
     return ObjectStore(settings.store_url, settings.s3_endpoint)
 
 
-def run_publish(settings: Settings) -> dict[str, Any]:
-    """Publish the site's published revision; the site must be this home's registry's tree."""
+def run_publish(settings: Settings, repair: bool = False) -> dict[str, Any]:
+    """Publish the site's published revision; the site must be this home's registry's tree.
+    ``repair``: check every key of the tree in the store, not only the new ones."""
     store = object_store(settings)  # FXEV_STORE_URL checked before anything is read
     registry = Registry.open(settings.home)
     try:
@@ -37,7 +38,7 @@ def run_publish(settings: Settings) -> dict[str, Any]:
             " it refuses the site)"
         )
     with closing(store):
-        result = publish(settings.site, store).to_json()
+        result = publish(settings.site, store, repair).to_json()
     if settings.redis_url:  # fleet mode: return once the live mirrors serve it
         revision = result["published_revision"]
         result |= await_mirrors(settings.redis_url, revision, settings.mirror_interval_s, to_stderr)

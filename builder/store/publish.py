@@ -20,6 +20,15 @@ publication, and uploads nothing.
 
 It reads the site under the build lock, so a build neither moves the pointer nor sweeps the
 explorer's pages meanwhile.
+
+A **repair** (``fxev publish --repair``) is for a store that lost keys after they were written,
+or holds other bytes under them (docs/operating/fleet.md#repair), which a publish cannot see: it
+trusts only the store's pointer, read as a publish reads it (the same tree, not ahead of the
+site). It uploads every key of revisions 1 .. N and every page and log file the site serves, as
+if the store were empty, with a new base publication; each key is read back first and written
+only when the store lacks it or holds other bytes (``replaced``). The site's bytes are the
+truth, read as a publish reads them: records verified from the site's pointer down, objects and
+pages by their names.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.core.errors import Conflict, NotFound
-from builder.objstore.s3 import ObjectStore, parallel
+from builder.objstore.s3 import ObjectStore, Put, parallel
 from builder.publish import sitelock
 from builder.store import keys
 from builder.store.delta import Written, objects_added
@@ -55,9 +64,13 @@ class PublishResult:
     published_revision: int
     uploaded: int
     skipped: int
+    replaced: int | None = None  # a repair's: keys that held other bytes (among ``uploaded``)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        found = dataclasses.asdict(self)
+        if self.replaced is None:  # a publish's result, as DECISIONS 3 words it
+            del found["replaced"]
+        return found
 
 
 def read_store_pointer(store: ObjectStore) -> keys.StorePointer | None:
@@ -93,15 +106,16 @@ def check_same_tree(pointer: keys.StorePointer, registry_id: str | None, where: 
         )
 
 
-def publish(site: Path, store: ObjectStore) -> PublishResult:
+def publish(site: Path, store: ObjectStore, repair: bool = False) -> PublishResult:
     with sitelock.exclusive(site):
-        return Publisher(site, store).run()
+        return Publisher(site, store, repair).run()
 
 
 class Publisher:
-    def __init__(self, site: Path, store: ObjectStore) -> None:
+    def __init__(self, site: Path, store: ObjectStore, repair: bool = False) -> None:
         self.site = site
         self.store = store
+        self.repair = repair
         self.tree = TreeReader(site)
 
     def run(self) -> PublishResult:
@@ -125,7 +139,10 @@ class Publisher:
                     f"the store's revision {base} is not this site's: another tree was"
                     " published there"
                 )
-            previous = read_publication(self.store, remote.publication)
+            if not self.repair:  # a repair reads no more of the store than its pointer
+                previous = read_publication(self.store, remote.publication)
+        if self.repair:
+            base, remote = 0, None  # every key, and a base publication
         map_bytes = self.local_map(head)
         map_sha = None if map_bytes is None else keys.sha256_of(map_bytes)
         if previous is not None and base == head and previous.page_map == map_sha:
@@ -142,15 +159,19 @@ class Publisher:
         publication_bytes = publication.encode()
         publication_sha = keys.sha256_of(publication_bytes)
         records.append(Upload(keys.publication_key(publication_sha), constant(publication_bytes)))
-        counts = [0, 0]
+        counts = dict.fromkeys(Put, 0)
         for step in (immutable, records):
-            for written in parallel(self.upload, step, self.store.threads):
-                counts[0 if written else 1] += 1
+            for put in parallel(self.upload, step, self.store.threads):
+                counts[put] += 1
         self.store.put(keys.POINTER, keys.StorePointer(pointer, publication_sha).encode())
-        return PublishResult(head, counts[0] + 1, counts[1])
+        uploaded = counts[Put.WRITTEN] + counts[Put.REPLACED] + 1
+        replaced = counts[Put.REPLACED] if self.repair else None
+        return PublishResult(head, uploaded, counts[Put.SAME], replaced)
 
-    def upload(self, upload: Upload) -> bool:
-        return self.store.put_new(upload.key, upload.read())
+    def upload(self, upload: Upload) -> Put:
+        if self.repair:
+            return self.store.put_checked(upload.key, upload.read())
+        return Put.WRITTEN if self.store.put_new(upload.key, upload.read()) else Put.SAME
 
     def local_map(self, revision: int) -> bytes | None:
         try:
