@@ -25,6 +25,12 @@ from __future__ import annotations
 
 from builder.capture.run import Stores
 from builder.core.canonical import parse_utc_timestamp
+from builder.core.vocabulary import (
+    BACKFILL_INCOMPLETO,
+    DISCREPANCIA,
+    DISCREPANTE,
+    PLAUSIBILIDAD_BAJA,
+)
 from builder.ops.alerts import (
     SYSTEM_RESOLVED,
     Alert,
@@ -36,9 +42,6 @@ from builder.ops.alerts import (
 from builder.registry.records import Execution, Observation
 from builder.registry.store import Registry
 
-INCOMPLETE = "backfill_incompleto"
-IMPLAUSIBLE = "plausibilidad_baja"
-DISCREPANCY = "discrepancia"
 PUBLICADO = "publicado"
 
 
@@ -114,7 +117,7 @@ def _incomplete(registry: Registry, execution: Execution) -> list[AlertAction]:
     events = registry.events_of_revision(execution.revision)
     return [
         Raise(
-            INCOMPLETE,
+            BACKFILL_INCOMPLETO,
             parse_utc_timestamp(execution.started_at),
             execution.fuente,
             detalle={
@@ -139,14 +142,14 @@ def _discrepancies(registry: Registry, revision: int, stamp: str) -> list[AlertA
     """One ``discrepancia`` per publication found to disagree with its close (a pair writes a
     row on each side; the publication's row is the one raised)."""
     actions: list[AlertAction] = []
-    for cotejo in registry.cotejos_of_revision(revision, "discrepante"):
+    for cotejo in registry.cotejos_of_revision(revision, DISCREPANTE):
         publication = registry.observation(cotejo.observacion_id)
         close = registry.observation(cotejo.contraparte_observacion_id)
         if publication is None or close is None or publication.serie != PUBLICADO:
             continue
         actions.append(
             Raise(
-                DISCREPANCY,
+                DISCREPANCIA,
                 parse_utc_timestamp(stamp),
                 publication.fuente,
                 publication.fecha_serie,
@@ -172,7 +175,7 @@ def _side(observation: Observation) -> dict[str, str]:
 def _implausible(registry: Registry, revision: int) -> list[AlertAction]:
     return [
         Raise(
-            IMPLAUSIBLE,
+            PLAUSIBILIDAD_BAJA,
             parse_utc_timestamp(event.ts),
             event.fuente,
             event.fecha_serie,
@@ -182,7 +185,7 @@ def _implausible(registry: Registry, revision: int) -> list[AlertAction]:
                 "motivos": event.detalle.get("motivos", []),
             },
         )
-        for event in registry.events_of_revision_of_types(revision, (IMPLAUSIBLE,))
+        for event in registry.events_of_revision_of_types(revision, (PLAUSIBILIDAD_BAJA,))
     ]
 
 

@@ -50,10 +50,11 @@ from builder.core.business_days import business_days_between, expected_series_da
 from builder.core.canonical import iso_date
 from builder.core.errors import NotFound, UsageError
 from builder.core.settings import Settings
+from builder.core.vocabulary import CAPTURED_SOURCES, FUENTE_NO_DISPONIBLE
 from builder.sources import centralbank, taxauth_monthly
 from builder.sources.common import InvariantError, ParsedRate, SourceFormatError
 
-BACKFILL_SOURCES = ("taxauth_txt", "centralbank")
+BACKFILL_SOURCES = CAPTURED_SOURCES
 TAXAUTH_MONTHLY = SourceSpec(
     taxauth_monthly.FUENTE, taxauth_monthly.SERIE, taxauth_monthly.PARSER_VERSION
 )
@@ -86,7 +87,7 @@ def check_request(
         raise BackfillError(f"--from {start} is after --to {end}")
     if end > today_lima:
         raise BackfillError(f"--to {end} is after today in Lima ({today_lima}): nothing to read")
-    if source == "centralbank":
+    if source == centralbank.FUENTE:
         if from_file is not None:
             raise BackfillError(
                 "--from-file is for taxauth_txt; the central bank's history is fetched "
@@ -197,7 +198,7 @@ def backfill_taxauth(
             "the answer is [] (what a missing or refused token gets): a failure, not 'no data'"
         )
         return record_failure(
-            stores, run, "fuente_no_disponible", message, answer, identity, expected
+            stores, run, FUENTE_NO_DISPONIBLE, message, answer, identity, expected
         )
     rates = [rate for rate in month.rates if start <= rate.fecha_serie <= end]
     return record_history(
@@ -234,7 +235,7 @@ def record_history(
                 f"{len(missing)} business days of it are due"
             )
             return record_failure(
-                stores, run, "fuente_no_disponible", message, answer, answer.identidad_consulta,
+                stores, run, FUENTE_NO_DISPONIBLE, message, answer, answer.identidad_consulta,
                 requested_dates(start, end),
             )  # fmt: skip
         return CaptureResult(None, "sin_cambios", None, (), ())

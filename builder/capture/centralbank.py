@@ -27,6 +27,7 @@ from builder.capture.fetch import FetchFailure, HttpExchange, fetch
 from builder.capture.record import record_failure, record_rates
 from builder.capture.run import CaptureResult, OperationalChecks, Run, SourceSpec, Stores
 from builder.core.settings import Settings
+from builder.core.vocabulary import FUENTE_NO_DISPONIBLE
 from builder.disk import faults
 from builder.sources import centralbank
 from builder.sources.centralbank import CentralBankAnswer
@@ -102,7 +103,7 @@ def read_range(
     if not answer.days:
         message = f"the answer lists no date at all from {start} to {end}"
         return RangeRead(
-            start, end, url, exchange, alert_type="fuente_no_disponible", message=message
+            start, end, url, exchange, alert_type=FUENTE_NO_DISPONIBLE, message=message
         )
     return RangeRead(start, end, url, exchange, answer)
 

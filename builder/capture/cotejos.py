@@ -20,7 +20,7 @@ from datetime import date, timedelta
 
 from builder.capture.crosscheck import RULE_TEXT, compare, counterpart_date
 from builder.capture.run import DateOutcome, Recorded
-from builder.core.vocabulary import CURRENCY
+from builder.core.vocabulary import CURRENCY, DISCREPANTE
 from builder.registry.records import Cotejo, Observation
 from builder.registry.store import Registry, WriteTransaction
 
@@ -40,7 +40,7 @@ class Pair:
 
     @property
     def discrepante(self) -> bool:
-        return self.resultado == "discrepante"
+        return self.resultado == DISCREPANTE
 
 
 def dates_pointing_to(close_date: date, declared: set[date]) -> list[date]:

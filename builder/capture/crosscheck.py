@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 
 from builder.core.business_days import previous_business_day
 from builder.core.canonical import canonical_rate
+from builder.core.vocabulary import DISCREPANTE, OK
 
 RULE_TEXT = (
     "La compra y la venta publicadas el día D son iguales, a 3 decimales, a las del cierre SBS "
@@ -64,4 +65,4 @@ def compare(published: CanonicalRate, close: CanonicalRate) -> Resultado:
         canonical_rate(mine) == canonical_rate(theirs)
         for mine, theirs in ((published.compra, close.compra), (published.venta, close.venta))
     )
-    return "ok" if same else "discrepante"
+    return OK if same else DISCREPANTE

@@ -34,6 +34,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError
 
+from builder.core.vocabulary import CAMBIO_FORMATO, FUENTE_NO_DISPONIBLE, TUNEL_CAIDO
+
 USER_AGENT = "fxev/0.1 (+evidence capture of official USD/PEN rates)"
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 30.0
@@ -139,12 +141,12 @@ def _exchange(
     except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         # A redirect's body read after the watchdog fired can raise urllib3's own errors.
         if deadline.finish():
-            raise FetchFailure("fuente_no_disponible", deadline.message(None)) from exc
+            raise FetchFailure(FUENTE_NO_DISPONIBLE, deadline.message(None)) from exc
         if isinstance(exc, requests.exceptions.ProxyError):
-            raise FetchFailure("tunel_caido", f"proxy {proxy} unreachable: {exc}") from exc
+            raise FetchFailure(TUNEL_CAIDO, f"proxy {proxy} unreachable: {exc}") from exc
         if isinstance(exc, requests.exceptions.Timeout):
-            raise FetchFailure("fuente_no_disponible", f"timeout: {exc}") from exc
-        raise FetchFailure("fuente_no_disponible", f"unreachable: {exc}") from exc
+            raise FetchFailure(FUENTE_NO_DISPONIBLE, f"timeout: {exc}") from exc
+        raise FetchFailure(FUENTE_NO_DISPONIBLE, f"unreachable: {exc}") from exc
     received_at = datetime.now(UTC)  # the machine's real clock, never FXEV_NOW
     status = f"HTTP {response.status_code} {response.reason or ''}".rstrip()
     if response.status_code == PARTIAL_CONTENT:
@@ -156,11 +158,11 @@ def _exchange(
             raise
         # Status before size: a non-2xx answer is the source being down, whatever its body.
         message = f"{status}; {failure.message}"
-        raise FetchFailure("fuente_no_disponible", message, failure.exchange) from failure
+        raise FetchFailure(FUENTE_NO_DISPONIBLE, message, failure.exchange) from failure
     finally:
         response.close()
     if not _is_whole(exchange.status):
-        raise FetchFailure("fuente_no_disponible", status, exchange)
+        raise FetchFailure(FUENTE_NO_DISPONIBLE, status, exchange)
     return exchange
 
 
@@ -223,7 +225,7 @@ def _read(
         return FetchFailure(kind, message, exchange(kept(), truncated=not whole))
 
     def past_deadline() -> FetchFailure:
-        return failure("fuente_no_disponible", deadline.message(len(kept())))
+        return failure(FUENTE_NO_DISPONIBLE, deadline.message(len(kept())))
 
     try:
         decoder = _decoder(response.headers.get("Content-Encoding"))
@@ -250,7 +252,7 @@ def _read(
                 if len(out) > limit:
                     del out[limit:]
                     raise FetchFailure(
-                        "cambio_formato",
+                        CAMBIO_FORMATO,
                         f"body exceeds the {limit}-byte cap after decompression",
                         exchange(bytes(out), truncated=True),
                     )
@@ -258,23 +260,23 @@ def _read(
     except FetchFailure:
         raise
     except zlib.error as error:
-        raise failure("cambio_formato", f"body cannot be decompressed: {error}") from error
+        raise failure(CAMBIO_FORMATO, f"body cannot be decompressed: {error}") from error
     except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
         if deadline.finish():
             raise past_deadline() from error
         # A timeout, reset or broken chunking mid-body: not what the source announced.
-        raise failure("fuente_no_disponible", f"body interrupted: {error}") from error
+        raise failure(FUENTE_NO_DISPONIBLE, f"body interrupted: {error}") from error
     if deadline.finish():  # the watchdog's shutdown can read as a clean end of the body
         raise past_deadline()
     if unsupported is not None:
-        raise failure("cambio_formato", unsupported)
+        raise failure(CAMBIO_FORMATO, unsupported)
     if decoder is not None:
         try:
             out += decoder.flush()
         except zlib.error as error:
-            raise failure("cambio_formato", f"body cannot be decompressed: {error}") from error
+            raise failure(CAMBIO_FORMATO, f"body cannot be decompressed: {error}") from error
         if not decoder.eof:
-            raise failure("cambio_formato", "compressed body ends before its end marker")
+            raise failure(CAMBIO_FORMATO, "compressed body ends before its end marker")
     return exchange(bytes(out))
 
 

@@ -27,6 +27,7 @@ from builder.capture.run import (
     worst_outcome,
 )
 from builder.core.settings import Settings
+from builder.core.vocabulary import ND_FUENTE, PLAUSIBILIDAD_BAJA
 from builder.disk import faults
 from builder.registry.records import Event, Evidence, Execution, ManifestEntry, Observation
 from builder.registry.store import Registry, WriteTransaction
@@ -200,7 +201,7 @@ def record_rates(
         outcome = worst_outcome([r.outcome.outcome for r in recorded]) if recorded else "nueva"
         detalle = {
             "fechas": len(recorded),
-            "nd_fuente": [d.isoformat() for d in declared],
+            ND_FUENTE: [d.isoformat() for d in declared],
             **(execution_detail or {}),
         }
         tx.add(new_execution(tx, run, outcome, detalle))
@@ -229,7 +230,7 @@ def add_manifest_entries(
                 moneda=spec.moneda,
                 serie=spec.serie,
                 fecha=day.isoformat(),
-                estado="nd_fuente",
+                estado=ND_FUENTE,
                 ejecucion_id=run.ejecucion_id,
                 evidencia_id=evidence.id,
             )
@@ -308,7 +309,7 @@ def record_rate(
         add_event(
             tx,
             run,
-            "plausibilidad_baja",
+            PLAUSIBILIDAD_BAJA,
             evidence,
             observacion_id=observation.id,
             fecha_serie=fecha,

@@ -18,10 +18,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from builder.core.errors import ConfigurationError
+from builder.core.vocabulary import CAPTURED_SOURCES
 
 TAXAUTH_URL = "https://www.sunat.gob.pe/a/txt/tipoCambio.txt"
 CENTRALBANK_URL = "https://estadisticas.bcrp.gob.pe/estadisticas/series/api"
-KNOWN_SOURCES = ("taxauth_txt", "centralbank")
+KNOWN_SOURCES = CAPTURED_SOURCES
 
 
 class SettingsError(ConfigurationError, ValueError):

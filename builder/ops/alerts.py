@@ -30,22 +30,21 @@ import orjson
 
 from builder.core.canonical import utc_timestamp
 from builder.core.errors import Conflict, NotFound, UsageError, database_at
+from builder.core.vocabulary import (
+    ABIERTA,
+    ALERT_TYPES,
+    CAMBIO_FORMATO,
+    FUENTE_NO_DISPONIBLE,
+    INVARIANTE_FALLIDA,
+    OPEN_ALERT_STATES,
+    RECONOCIDA,
+    RESUELTA,
+    TUNEL_CAIDO,
+)
 
 ALERTS_FILE = "alerts.sqlite"
-ALERT_TYPES = (
-    "fuente_no_disponible",
-    "invariante_fallida",
-    "discrepancia",
-    "plausibilidad_baja",
-    "cambio_formato",
-    "tunel_caido",
-    "backfill_incompleto",
-    "disco",
-    "reloj_fuera_de_tolerancia",
-)
 # Source failures that the next successful capture of the same source resolves by itself.
-SYSTEM_RESOLVED = ("fuente_no_disponible", "cambio_formato", "tunel_caido", "invariante_fallida")
-OPEN_STATES = ("abierta", "reconocida")
+SYSTEM_RESOLVED = (FUENTE_NO_DISPONIBLE, CAMBIO_FORMATO, TUNEL_CAIDO, INVARIANTE_FALLIDA)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS alerts (
@@ -333,10 +332,10 @@ class AlertStore(AlertView):
         return [alert.id for alert in touched]
 
     def acknowledge(self, alert_id: str, actor: str, now: datetime) -> Alert:
-        return self._transition(alert_id, actor, now, ("abierta",), "reconocida")
+        return self._transition(alert_id, actor, now, (ABIERTA,), RECONOCIDA)
 
     def resolve(self, alert_id: str, actor: str, now: datetime) -> Alert:
-        return self._transition(alert_id, actor, now, OPEN_STATES, "resuelta")
+        return self._transition(alert_id, actor, now, OPEN_ALERT_STATES, RESUELTA)
 
     def _transition(
         self, alert_id: str, actor: str, now: datetime, allowed: tuple[str, ...], target: str
@@ -350,7 +349,7 @@ class AlertStore(AlertView):
             if found[0].estado not in allowed:
                 state = found[0].estado
                 raise AlertConflict(f"alert {alert_id} is {state}; cannot move to {target}")
-            column = "reconocida" if target == "reconocida" else "resuelta"
+            column = RECONOCIDA if target == RECONOCIDA else RESUELTA
             self.conn.execute(
                 f"UPDATE alerts SET estado = ?, {column}_por = ?, {column}_en = ? WHERE id = ?",
                 (target, actor, utc_timestamp(now), alert_id),

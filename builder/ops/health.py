@@ -24,6 +24,13 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
+from builder.core.vocabulary import (
+    DISCO,
+    NO_SINCRONIZADO,
+    NO_VERIFICADO,
+    RELOJ_FUERA_DE_TOLERANCIA,
+    SINCRONIZADO,
+)
 from builder.ops.alerts import Alert, AlertStore
 
 # adjtimex(2): return values and the status bit that says the clock is not synchronised.
@@ -54,7 +61,7 @@ def check_disk(
     if not disk_low(free, min_free_bytes):
         return None
     return alerts.raise_alert(
-        "disco",
+        DISCO,
         now,
         fuente=None,
         detalle={"ruta": str(home), "libres": free, "minimo": min_free_bytes},
@@ -98,7 +105,7 @@ def check_clock(
     if not clock_out_of_tolerance(offset, tolerance_s):
         return None
     return alerts.raise_alert(
-        "reloj_fuera_de_tolerancia",
+        RELOJ_FUERA_DE_TOLERANCIA,
         clock,
         fuente=fuente,
         detalle={
@@ -143,10 +150,10 @@ class _Timex(ctypes.Structure):
 def ntp_state_of(result: int | None, status: int) -> str:
     """The ``ntp`` value from what ``adjtimex`` returned (None: the call failed)."""
     if result is None or result < 0:
-        return "no_verificado"
+        return NO_VERIFICADO
     if result == TIME_ERROR or status & STA_UNSYNC:
-        return "no_sincronizado"
-    return "sincronizado"
+        return NO_SINCRONIZADO
+    return SINCRONIZADO
 
 
 @functools.cache

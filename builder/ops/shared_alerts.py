@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from builder.core.errors import RemoteError
+from builder.core.vocabulary import RESUELTA
 from builder.ops.alerts import Alert, AlertState, AlertStore
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ class SharedAlerts:
         if len(found) == 2:
             alerts = parse_snapshot(found[1])
             self._all = alerts
-            self._open = tuple(alert for alert in alerts if alert.estado != "resuelta")
+            self._open = tuple(alert for alert in alerts if alert.estado != RESUELTA)
             self.version = found[0]
 
     def list(self, open_only: bool = True) -> list[Alert]:

@@ -12,6 +12,7 @@ from datetime import date
 from typing import Any
 
 from builder.core import business_days
+from builder.core.vocabulary import DISCREPANTE, FALLO, ND_FUENTE, SIN_DATO
 from builder.core.wire import ITEM_TAIL, prefix_of
 from builder.registry.records import Annotation, Cotejo, Event, Observation
 
@@ -48,7 +49,7 @@ def open_discrepancy(cotejos: Sequence[Cotejo]) -> bool:
     last: dict[tuple[str, str], str] = {}
     for cotejo in sorted(cotejos, key=lambda c: (c.revision, c.seq)):
         last[(cotejo.contraparte, cotejo.contraparte_fecha)] = cotejo.resultado
-    return any(result == "discrepante" for result in last.values())
+    return any(result == DISCREPANTE for result in last.values())
 
 
 def item_prefix(
@@ -167,7 +168,7 @@ def coverage_entry(
         text = day.isoformat()
         if text in present:
             continue
-        reason = "nd_fuente" if text in declared else "fallo" if text in failures else "sin_dato"
+        reason = ND_FUENTE if text in declared else FALLO if text in failures else SIN_DATO
         gaps.append({"fecha": text, "motivo": reason})
     return {
         "moneda": moneda,

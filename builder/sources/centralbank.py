@@ -52,6 +52,7 @@ from datetime import date, timedelta
 from types import MappingProxyType
 from typing import Any
 
+from builder.core.vocabulary import CENTRALBANK
 from builder.sources.common import (
     InvariantError,
     ParsedRate,
@@ -60,7 +61,7 @@ from builder.sources.common import (
 )
 from builder.sources.jsontext import answer_text, array_elements, expect, expect_end, skip, value_at
 
-FUENTE = "centralbank"
+FUENTE = CENTRALBANK
 SERIE = "cierre"
 PARSER_VERSION = "centralbank_json-1.0"
 LANGUAGES = ("ing", "esp")

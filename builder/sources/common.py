@@ -12,6 +12,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from builder.core.canonical import canonical_rate
+from builder.core.vocabulary import CAMBIO_FORMATO, INVARIANTE_FALLIDA
 
 # A USD/PEN rate outside this open interval is not a misprint to keep but a broken value.
 MAX_PLAUSIBLE_RATE = Decimal("20")
@@ -20,13 +21,13 @@ MAX_PLAUSIBLE_RATE = Decimal("20")
 class SourceFormatError(ValueError):
     """The payload is not in the format the parser knows."""
 
-    alert_type = "cambio_formato"
+    alert_type = CAMBIO_FORMATO
 
 
 class InvariantError(ValueError):
     """The payload is well formed but cannot be an exchange rate."""
 
-    alert_type = "invariante_fallida"
+    alert_type = INVARIANTE_FALLIDA
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

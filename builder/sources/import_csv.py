@@ -14,10 +14,10 @@ from datetime import date
 
 from builder.core.canonical import canonical_rate, iso_date
 from builder.core.errors import NotFound, UsageError
-from builder.core.vocabulary import CURRENCY, SERIES
+from builder.core.vocabulary import CURRENCY, IMPORTADO, SERIES
 from builder.sources.common import InvariantError, ParsedRate, check_rate_invariants
 
-FUENTE = "importado"
+FUENTE = IMPORTADO
 PARSER_VERSION = "importado_csv-1.0"
 CONTENT_TYPE = "text/csv"
 REQUIRED = ("fecha_serie", "compra", "venta")

@@ -36,6 +36,7 @@ import re
 from datetime import date
 from typing import Any
 
+from builder.core.vocabulary import TAXAUTH_TXT
 from builder.sources.common import (
     InvariantError,
     ParsedRate,
@@ -44,7 +45,7 @@ from builder.sources.common import (
 )
 from builder.sources.jsontext import answer_text, array_elements, expect_end, skip
 
-FUENTE = "taxauth_txt"
+FUENTE = TAXAUTH_TXT
 SERIE = "publicado"
 PARSER_VERSION = "taxauth_mensual-1.0"
 # The JSON endpoint behind the calendar page (docs/sources.md#monthly-history); another host than

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from builder.core.vocabulary import TAXAUTH_TXT
 from builder.sources.common import (
     InvariantError,
     ParsedRate,
@@ -17,7 +18,7 @@ from builder.sources.common import (
     check_rate_invariants,
 )
 
-FUENTE = "taxauth_txt"
+FUENTE = TAXAUTH_TXT
 SERIE = "publicado"
 PARSER_VERSION = "taxauth_txt-1.0"
 

@@ -7,7 +7,7 @@ from datetime import date
 from typing import Any
 
 from builder.core.business_days import count_business_days_after, expected_series_date
-from builder.core.vocabulary import LIMA
+from builder.core.vocabulary import AL_DIA, ATRASADA, LIMA
 
 ZONE = LIMA.key
 
@@ -17,7 +17,7 @@ def frescura(serie: str, fecha_serie: str, today: date) -> dict[str, Any]:
     latest = date.fromisoformat(fecha_serie)
     expected = expected_series_date(serie, today)
     return {
-        "estado": "al_dia" if latest >= expected else "atrasada",
+        "estado": AL_DIA if latest >= expected else ATRASADA,
         "n_dias_habiles": count_business_days_after(latest, expected),
         "fecha_esperada": expected.isoformat(),
         "hoy_lima": today.isoformat(),

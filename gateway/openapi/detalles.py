@@ -10,7 +10,18 @@ number, a clock offset a float). Objects stay open like the rest of the document
 
 from __future__ import annotations
 
-from builder.core.vocabulary import SERIES
+from builder.core.vocabulary import (
+    BACKFILL_INCOMPLETO,
+    CAMBIO_FORMATO,
+    DISCO,
+    DISCREPANCIA,
+    FUENTE_NO_DISPONIBLE,
+    INVARIANTE_FALLIDA,
+    PLAUSIBILIDAD_BAJA,
+    RELOJ_FUERA_DE_TOLERANCIA,
+    SERIES,
+    TUNEL_CAIDO,
+)
 from gateway.openapi.json_schema import (
     SHA256,
     Schema,
@@ -84,7 +95,7 @@ EVENT_DETALLE: dict[str, Schema] = {
         optional=("anterior",),
     ),
     "supersedida": obj({"superseded_por": uuid("The direct successor.")}),
-    "plausibilidad_baja": obj(
+    PLAUSIBILIDAD_BAJA: obj(
         {"motivos": array(ref("MotivoPlausibilidad"), "Every reason found, at least one.")},
     ),
     "importada": obj(
@@ -119,25 +130,25 @@ SOURCE_FAILURE: Schema = obj(
 )
 
 ALERT_DETALLE: dict[str, Schema] = {
-    "fuente_no_disponible": SOURCE_FAILURE,
-    "invariante_fallida": SOURCE_FAILURE,
-    "cambio_formato": SOURCE_FAILURE,
-    "tunel_caido": SOURCE_FAILURE,
-    "discrepancia": obj(
+    FUENTE_NO_DISPONIBLE: SOURCE_FAILURE,
+    INVARIANTE_FALLIDA: SOURCE_FAILURE,
+    CAMBIO_FORMATO: SOURCE_FAILURE,
+    TUNEL_CAIDO: SOURCE_FAILURE,
+    DISCREPANCIA: obj(
         {
             "revision": integer("Revision of the discrepant cross-check.", minimum=1),
             "publicado": SIDE,
             "cierre": SIDE,
         }
     ),
-    "plausibilidad_baja": obj(
+    PLAUSIBILIDAD_BAJA: obj(
         {
             "observacion_id": uuid("The implausible observation."),
             "revision": integer("Revision that recorded it.", minimum=1),
             "motivos": array(ref("MotivoPlausibilidad"), "Every reason found."),
         }
     ),
-    "backfill_incompleto": obj(
+    BACKFILL_INCOMPLETO: obj(
         {
             "mensaje": text("What is missing, for people."),
             "serie": nullable(text("null when the run recorded no event.", enum=[*SERIES, None])),
@@ -149,14 +160,14 @@ ALERT_DETALLE: dict[str, Schema] = {
             "ejecucion_id": uuid("The latest backfill's run."),
         }
     ),
-    "disco": obj(
+    DISCO: obj(
         {
             "ruta": text("FXEV_HOME."),
             "libres": integer("Free bytes measured."),
             "minimo": integer("FXEV_MIN_FREE_BYTES."),
         }
     ),
-    "reloj_fuera_de_tolerancia": obj(
+    RELOJ_FUERA_DE_TOLERANCIA: obj(
         {
             "desfase_s": {
                 "type": "number",

@@ -8,8 +8,19 @@ not know; the contract suite closes them to check that nothing undocumented is s
 
 from __future__ import annotations
 
-from builder.core.vocabulary import CURRENCIES, LIMA, SCHEMA_VERSION, SERIES
-from builder.ops.alerts import ALERT_TYPES
+from builder.core.vocabulary import (
+    ALERT_STATES,
+    ALERT_TYPES,
+    COTEJO_RESULTS,
+    CURRENCIES,
+    FRESHNESS_STATES,
+    FUENTES,
+    GAP_REASONS,
+    LIMA,
+    NTP_STATES,
+    SCHEMA_VERSION,
+    SERIES,
+)
 from gateway.openapi.detalles import ALERT_DETALLE, EVENT_DETALLE, MOTIVO, by_tipo
 from gateway.openapi.json_schema import (
     Schema,
@@ -25,8 +36,6 @@ from gateway.openapi.json_schema import (
     value,
 )
 
-FUENTES = ("taxauth_txt", "centralbank", "importado")
-ALERT_STATES = ("abierta", "reconocida", "resuelta")
 ERROR_CODES = (
     "INVALID_PARAMS",
     "UNAUTHORIZED",
@@ -69,7 +78,7 @@ def enveloped(
 COTEJO: dict[str, Schema] = {
     "contraparte": text("The counterpart's fuente.", enum=list(FUENTES)),
     "resultado": text(
-        "ok or discrepante; the service never picks a winner.", enum=["ok", "discrepante"]
+        "ok or discrepante; the service never picks a winner.", enum=list(COTEJO_RESULTS)
     ),
     "regla": text("The cross-check rule, in words a person can check."),
     "revision": integer("Revision at which the cross-check was written.", minimum=1),
@@ -201,7 +210,7 @@ ANNOTATION: Schema = obj(
 FRESCURA: Schema = obj(
     {
         "estado": text(
-            "al_dia when fecha_serie >= fecha_esperada, else atrasada.", enum=["al_dia", "atrasada"]
+            "al_dia when fecha_serie >= fecha_esperada, else atrasada.", enum=list(FRESHNESS_STATES)
         ),
         "n_dias_habiles": integer("Business days in (fecha_serie, fecha_esperada]."),
         "fecha_esperada": date(
@@ -309,7 +318,7 @@ SCHEMAS: dict[str, Schema] = {
                             obj(
                                 {
                                     "fecha": date(),
-                                    "motivo": text(enum=["sin_dato", "fallo", "nd_fuente"]),
+                                    "motivo": text(enum=list(GAP_REASONS)),
                                 }
                             ),
                             "Business days between primera and ultima without a value, ascending.",
@@ -339,7 +348,7 @@ SCHEMAS: dict[str, Schema] = {
             "hoy_lima": date(),
             "ntp": text(
                 "Server clock state; revision timestamps depend on it.",
-                enum=["sincronizado", "no_sincronizado", "no_verificado"],
+                enum=list(NTP_STATES),
             ),
         },
         "Freshness of each served series, open alerts and clock state.",

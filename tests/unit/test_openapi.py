@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
 from builder.capture.plausibility import plausibility_reasons
-from builder.ops.alerts import ALERT_TYPES
+from builder.core.vocabulary import ALERT_TYPES
 from builder.ops.health import check_clock, check_disk
 from builder.registry.records import Observation
 from builder.sources.import_csv import parse_import_csv

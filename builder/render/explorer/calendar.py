@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import date
 
 from builder.core.business_days import non_working_reason
+from builder.core.vocabulary import FALLO, GAP_REASONS, ND_FUENTE, SIN_DATO
 
 MONTH_NAMES = (
     "enero",
@@ -31,13 +32,12 @@ MONTH_NAMES = (
     "diciembre",
 )
 WEEKDAY_HEADERS = ("lu", "ma", "mi", "ju", "vi", "sá", "do")
-GAP_REASONS = ("sin_dato", "fallo", "nd_fuente")
 # Legend order and the words a person reads for each status.
 STATUS_LABELS = {
     "dato": "con dato",
-    "sin_dato": "sin_dato: ninguna captura obtuvo dato y no hay causa registrada",
-    "fallo": "fallo: la fuente falló ese día",
-    "nd_fuente": "nd_fuente: la fuente declaró no tener dato",
+    SIN_DATO: "sin_dato: ninguna captura obtuvo dato y no hay causa registrada",
+    FALLO: "fallo: la fuente falló ese día",
+    ND_FUENTE: "nd_fuente: la fuente declaró no tener dato",
     "no_habil": "no hábil (fin de semana o feriado)",
     "fuera_de_rango": "fuera del rango de la serie",
 }
@@ -94,7 +94,7 @@ def day_status(
         return CalendarDay(day, "fuera_de_rango", "fuera del rango de la serie")
     # A business day inside the range with neither data nor a listed gap: coverage and the
     # calendar disagree, which the published coverage never does; show it as sin_dato.
-    return CalendarDay(day, "sin_dato", "sin_dato")
+    return CalendarDay(day, SIN_DATO, SIN_DATO)
 
 
 def year_calendar(

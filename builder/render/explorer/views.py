@@ -14,10 +14,11 @@ from typing import Any
 
 import orjson
 
+from builder.core.vocabulary import GAP_REASONS
 from builder.core.wire import splice_item
 from builder.registry.records import Event, Observation, Revision
 from builder.render.explorer import pages
-from builder.render.explorer.calendar import GAP_REASONS, year_calendar
+from builder.render.explorer.calendar import year_calendar
 from builder.render.explorer.chart import ChartPoint, year_chart
 
 REVISIONS_PER_PAGE = 50
