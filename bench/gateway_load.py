@@ -119,7 +119,7 @@ def scenarios(site: Path) -> list[Scenario]:
         raise RuntimeError("the demo home published no revision")
     ids = [link.name.removesuffix(".json") for link in (site / "evidence").glob("*.json")]
     metas = [tree.evidence_meta(evidence_id, revision) for evidence_id in ids]
-    largest = max((m for m in metas if m is not None), key=lambda meta: meta["size"])
+    largest = max((m for m in metas if m is not None), key=lambda meta: meta.size)
     year = (
         f"/v1/rates?currency=USD&series=publicado&from={YEAR}-01-01&to={YEAR}-12-31"
         f"&as_of_revision={revision}"

@@ -54,7 +54,7 @@ def log_verify(site: Path, samples: int, rng: random.Random) -> list[float]:
         if meta is None:
             continue
         began = time.perf_counter()
-        checks = log_checks(SiteLog(site), detail, meta["sha256"], options)  # type: ignore[arg-type]
+        checks = log_checks(SiteLog(site), detail, meta.sha256, options)  # type: ignore[arg-type]
         timings.append((time.perf_counter() - began) * 1000)
         failed = [c.message for c in checks if c.status == "fail"]
         if failed:

@@ -48,7 +48,7 @@ from builder.registry.store import Registry
 from builder.render import api as render
 from builder.tlog.leaf import Leaf
 from builder.tree.format import EMPTY_CHUNK, EMPTY_NODE, Node
-from builder.tree.revision import RevisionRecord, RevisionRoot, SeriesRoot
+from builder.tree.revision import EvidenceMeta, RevisionRecord, RevisionRoot, SeriesRoot
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -256,7 +256,7 @@ class Builder:
         found = self.leaves.pop(number, None)
         return found if found is not None else revision_leaf(self.registry, number)
 
-    def render_evidence(self, record: Evidence, number: int) -> dict[str, Any]:
+    def render_evidence(self, record: Evidence, number: int) -> EvidenceMeta:
         """Store the evidence bytes; its metadata goes into the revision's record."""
         data = self.blobs.read(record.sha256)
         stored = self.tree.objects.put(data)
@@ -264,15 +264,15 @@ class Builder:
             raise IntegrityError(
                 f"evidence {record.id}: blob bytes hash to {stored}, registry says {record.sha256}"
             )
-        meta = {
-            "id": record.id,
-            "sha256": record.sha256,
-            "size": record.size,
-            "content_type": record.content_type,
-            "capturado_en": record.capturado_en,
-            "identidad_consulta": record.identidad_consulta,
-            "revision": record.revision,
-        }
+        meta = EvidenceMeta(
+            record.id,
+            record.sha256,
+            record.size,
+            record.content_type,
+            record.capturado_en,
+            record.identidad_consulta,
+            record.revision,
+        )
         self.tree.link_evidence(record.id, number)
         return meta
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from builder.publish.writer import TreeWriter
 from builder.tree.format import Node
-from builder.tree.revision import RevisionRecord, RevisionRoot
+from builder.tree.revision import EvidenceMeta, RevisionRecord, RevisionRoot
 
 RECORDS_KEPT = 8  # decoded records of unpublished revisions kept at once
 
@@ -56,7 +56,7 @@ class BuiltTree:
             return None
         return self.tree.chunk(self.tree.node(top.hashes[-1]).hashes[-1]).prefixes[-1]
 
-    def evidence_meta(self, evidence_id: str) -> dict[str, Any] | None:
+    def evidence_meta(self, evidence_id: str) -> EvidenceMeta | None:
         try:
             written = os.readlink(self.tree.evidence_path(evidence_id))
         except FileNotFoundError:

@@ -70,7 +70,7 @@ class Written:
     @classmethod
     def of(cls, record: RevisionRecord) -> Written:
         return cls(
-            evidence={i: meta["sha256"] for i, meta in sorted(record.evidence.items())},
+            evidence={i: meta.sha256 for i, meta in sorted(record.evidence.items())},
             markers=tuple(
                 keys.marker_key(observation_id, record.revision, keys.sha256_of(detail))
                 for observation_id, detail in sorted(record.details.items())

@@ -23,7 +23,14 @@ import orjson
 
 from builder.tree import layout
 from builder.tree.format import Chunk, Node
-from builder.tree.revision import Pointer, RevisionRecord, RevisionRoot, links_of, next_hop
+from builder.tree.revision import (
+    EvidenceMeta,
+    Pointer,
+    RevisionRecord,
+    RevisionRoot,
+    links_of,
+    next_hop,
+)
 from builder.tree.revlog import RevisionLog, TreeCorruptError, read_file
 
 
@@ -227,7 +234,7 @@ class TreeReader:
             )
         return data
 
-    def evidence_meta(self, evidence_id: str, revision: int) -> dict[str, Any] | None:
+    def evidence_meta(self, evidence_id: str, revision: int) -> EvidenceMeta | None:
         try:
             target = os.readlink(self.evidence_path(evidence_id))
         except FileNotFoundError:

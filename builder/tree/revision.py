@@ -146,6 +146,34 @@ def links_of(data: bytes) -> dict[int, str]:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class EvidenceMeta:
+    """What a revision record says of one evidence file: where its bytes are (``sha256``, an
+    object of the tree) and what ``GET /v1/evidence/{id}`` sends with them."""
+
+    id: str
+    sha256: str  # hex, the object holding the bytes and the answer's ETag
+    size: int
+    content_type: str
+    capturado_en: str
+    identidad_consulta: str
+    revision: int  # the registry revision that captured it
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, fields: dict[str, Any]) -> EvidenceMeta:
+        """Raises ValueError for fields that are not this record's."""
+        try:
+            meta = cls(**fields)
+        except TypeError as error:
+            raise ValueError(f"evidence metadata {sorted(fields)}: {error}") from None
+        if not _SHA256_HEX.fullmatch(str(meta.sha256)):
+            raise ValueError(f"evidence {meta.id}: sha256 {meta.sha256!r}")
+        return meta
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class RevisionRecord:
     """One revision as written: root, links to earlier records, evidence metadata, details.
 
@@ -155,7 +183,7 @@ class RevisionRecord:
 
     root: RevisionRoot
     links: dict[int, str]  # earlier revision -> SHA-256 (hex) of its record
-    evidence: dict[str, dict[str, Any]]  # evidence id -> metadata
+    evidence: dict[str, EvidenceMeta]  # evidence id -> metadata
     details: dict[str, bytes]  # observation id -> detail prefix
     registry_id: str | None = None  # the registry's id; None only in trees built before ids
 
@@ -173,7 +201,7 @@ class RevisionRecord:
         header = {
             "root": self.root.to_json(),
             "links_sha256": {str(r): h for r, h in sorted(self.links.items())},
-            "evidence": self.evidence,
+            "evidence": {i: meta.to_json() for i, meta in self.evidence.items()},
             "details": offsets,
         }
         if self.registry_id is not None:
@@ -189,7 +217,7 @@ class RevisionRecord:
         return cls(
             root=RevisionRoot.from_json(header["root"]),
             links={int(r): h for r, h in header["links_sha256"].items()},
-            evidence=header["evidence"],
+            evidence={i: EvidenceMeta.from_json(m) for i, m in header["evidence"].items()},
             details={i: body[a:b] for i, (a, b) in header["details"].items()},
             registry_id=header.get("registry_id"),
         )

@@ -159,15 +159,15 @@ def evidence_answer(
     if meta is None:
         raise NotFound(f"No evidence {ev_id}.")
     headers = {
-        "X-Sha256": meta["sha256"],
-        "X-Capturado-En": meta["capturado_en"],
-        "X-Identidad-Consulta": header_text(meta["identidad_consulta"]),
+        "X-Sha256": meta.sha256,
+        "X-Capturado-En": meta.capturado_en,
+        "X-Identidad-Consulta": header_text(meta.identidad_consulta),
         "X-Content-Type-Options": "nosniff",
         "Content-Security-Policy": "sandbox",
         "Content-Disposition": "attachment",
     }
-    etag = '"' + meta["sha256"] + '"'
-    return tree(request).evidence_bytes(meta["sha256"]), etag, headers, meta["content_type"]
+    etag = '"' + meta.sha256 + '"'
+    return tree(request).evidence_bytes(meta.sha256), etag, headers, meta.content_type
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

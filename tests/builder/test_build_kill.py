@@ -295,12 +295,12 @@ def test_a_flipped_byte_in_evidence_bytes_is_refused_when_read(
     detail = orjson.loads(tree.detail(item.observacion_id, HEAD) + b"}")
     meta = tree.evidence_meta(detail["observacion"]["evidencia_id"], HEAD)
     assert meta is not None
-    path = tree.object_path(meta["sha256"])
+    path = tree.object_path(meta.sha256)
     data = bytearray(path.read_bytes())
     data[0] ^= 0x20
     path.write_bytes(bytes(data))
     with pytest.raises(TreeCorruptError):
-        TreeReader(site).evidence_bytes(meta["sha256"])
+        TreeReader(site).evidence_bytes(meta.sha256)
 
 
 def alter_record(site: Path, revision: int, old: bytes, new: bytes) -> None:

@@ -507,7 +507,8 @@ def test_evidence_metadata_and_bytes_match_the_registry(built: Built) -> None:
         if row["revision"] > revision:
             assert meta is None
             continue
-        assert meta == {
+        assert meta is not None
+        assert meta.to_json() == {
             "id": row["id"],
             "sha256": row["sha256"],
             "size": row["size"],

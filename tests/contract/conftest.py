@@ -274,7 +274,7 @@ def corrupt_gateway(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -
     for link in (base / "site" / "evidence").glob("*.json"):
         meta = tree.evidence_meta(link.name.removesuffix(".json"), published)
         assert meta is not None
-        sha = meta["sha256"]
+        sha = meta.sha256
         blob = base / "site" / "objects" / "sha256" / sha[:2] / sha
         blob.chmod(0o644)
         blob.write_bytes(b"tampered")

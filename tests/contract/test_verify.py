@@ -194,7 +194,7 @@ def test_evidence_bytes_swapped_in_the_site_fail(private_gateway: Gateway) -> No
     meta = TreeReader(site).evidence_meta(ev_id, written)
     assert meta is not None
     objects = site / "objects" / "sha256"
-    original = (objects / meta["sha256"][:2] / meta["sha256"]).read_bytes()
+    original = (objects / meta.sha256[:2] / meta.sha256).read_bytes()
     altered = original.replace(b"3.364", b"3.365")
     assert altered != original
     sha = hashlib.sha256(altered).hexdigest()
@@ -204,7 +204,7 @@ def test_evidence_bytes_swapped_in_the_site_fail(private_gateway: Gateway) -> No
         site,
         written,
         lambda record: dataclasses.replace(
-            record, evidence=record.evidence | {ev_id: meta | {"sha256": sha}}
+            record, evidence=record.evidence | {ev_id: dataclasses.replace(meta, sha256=sha)}
         ),
     )
     private_gateway.stop()
@@ -213,7 +213,7 @@ def test_evidence_bytes_swapped_in_the_site_fail(private_gateway: Gateway) -> No
     code, lines, _ = verify(private_gateway, obs_id)
     assert code == 1, lines
     assert "ok   sha256 matches X-Sha256" in lines  # the forger kept the headers consistent
-    assert f"FAIL sha256 {sha} != capturada event {meta['sha256']}" in lines
+    assert f"FAIL sha256 {sha} != capturada event {meta.sha256}" in lines
     assert "FAIL value venta 3.364 != re-parsed 3.365" in lines
 
 

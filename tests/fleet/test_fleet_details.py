@@ -266,9 +266,7 @@ def test_publish_refuses_a_key_holding_other_bytes_behind_a_copied_sha256(
     tree = TreeReader(operator.site)
     head = tree.published_revision()
     assert head is not None
-    sha = next(
-        meta["sha256"] for r in range(head, 0, -1) for meta in tree.record(r).evidence.values()
-    )
+    sha = next(meta.sha256 for r in range(head, 0, -1) for meta in tree.record(r).evidence.values())
     good = tree.read_object(sha)
     other = bytes([good[0] ^ 0x01]) + good[1:]
     store_put(store_env, keys.object_key(sha), other, Metadata={"sha256": sha})

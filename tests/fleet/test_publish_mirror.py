@@ -131,7 +131,7 @@ def test_a_tampered_object_is_refused_and_the_site_keeps_its_revision(
     head = tree.published_revision()
     assert head is not None
     evidence = next(iter(tree.record(head).evidence.values()))
-    key = bucket_key(store_env, keys.object_key(evidence["sha256"]))
+    key = bucket_key(store_env, keys.object_key(evidence.sha256))
     s3 = client(store_env["FXEV_S3_ENDPOINT"])
     good = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
     flipped = bytes([good[0] ^ 0x01]) + good[1:]

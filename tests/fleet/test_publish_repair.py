@@ -35,7 +35,7 @@ def test_repair_puts_back_lost_and_tampered_keys_and_the_mirror_catches_up(
 
     s3 = client(store_env["FXEV_S3_ENDPOINT"])
     evidence = next(iter(tree.record(head).evidence.values()))
-    tampered = bucket_key(store_env, keys.object_key(evidence["sha256"]))
+    tampered = bucket_key(store_env, keys.object_key(evidence.sha256))
     good = s3.get_object(Bucket=BUCKET, Key=tampered)["Body"].read()
     s3.put_object(Bucket=BUCKET, Key=tampered, Body=bytes([good[0] ^ 0x01]) + good[1:])
     page_map = ExplorerReader(tree).page_map(head)

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from builder.tree.revision import (
+    EvidenceMeta,
     RevisionRecord,
     RevisionRoot,
     SeriesRoot,
     link_targets,
     next_hop,
 )
+
+META = {
+    "id": "ev",
+    "sha256": "3" * 64,
+    "size": 5,
+    "content_type": "text/plain",
+    "capturado_en": "2026-09-21T20:00:00Z",
+    "identidad_consulta": "q",
+    "revision": 7,
+}
 
 
 def test_link_targets_are_the_previous_record_and_the_last_multiples_of_powers_of_four() -> None:
@@ -62,7 +77,23 @@ def test_a_record_round_trips_and_keeps_detail_bytes_as_they_are() -> None:
         "ef",
     )
     details = {"b-id": b'{"observacion":{"compra":"3.370"', "a-id": b'{"x":"\\n"'}
-    record = RevisionRecord(root, {6: "1" * 64, 4: "2" * 64}, {"ev": {"sha256": "3" * 64}}, details)
+    evidence = {"ev": EvidenceMeta.from_json(META)}
+    record = RevisionRecord(root, {6: "1" * 64, 4: "2" * 64}, evidence, details)
     encoded = record.encode()
     assert RevisionRecord.decode(encoded) == record
+    header = orjson.loads(encoded.split(b"\n", 1)[0])
+    assert header["evidence"]["ev"] == META  # the fields as earlier builds wrote them
     assert encoded.endswith(details["a-id"] + details["b-id"])
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"sha256": "3" * 64},  # fields missing
+        {**META, "extra": 1},
+        {**META, "sha256": "not hex"},
+    ],
+)
+def test_evidence_metadata_that_is_not_a_records_is_refused(fields: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="evidence"):
+        EvidenceMeta.from_json(fields)

@@ -19,6 +19,7 @@ import jinja2
 
 from builder.render.explorer.calendar import WEEKDAY_HEADERS, YearCalendar
 from builder.render.explorer.chart import Chart
+from builder.tree.revision import EvidenceMeta
 
 ALERTS_MARKER = b"<!--fxev:alertas-->"
 FRESHNESS_MARKER = b"<!--fxev:frescura-->"
@@ -169,7 +170,7 @@ class CalendarPage:
 @dataclasses.dataclass(frozen=True, slots=True)
 class ObservationPage:
     detail: dict[str, Any]  # /v1/observations/{id} without the envelope
-    evidence: dict[str, dict[str, Any]]  # evidencia_id -> its stored metadata
+    evidence: dict[str, EvidenceMeta]  # evidencia_id -> its stored metadata
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
