@@ -76,7 +76,7 @@ class TreeWriter(TreeReader):
         data = self.record_bytes(revision)
         if invalidated_tags:
             write_once(
-                self.site / layout.INVALIDATIONS / f"{revision}.json",
+                self.site / layout.invalidations_path(revision),
                 orjson.dumps({"revision": revision, "cache_tags": invalidated_tags}),
                 staging=self.staging,
             )
@@ -94,7 +94,7 @@ class TreeWriter(TreeReader):
     def mark_detail(self, observation_id: str, revision: int, prefix: bytes) -> None:
         """Record that revision ``revision``'s record holds a new version of the detail."""
         digest = hashlib.sha256(prefix).hexdigest()
-        mark_durably(self.detail_dir(observation_id) / f"{revision:010d}-{digest}")
+        mark_durably(self.detail_dir(observation_id) / layout.marker_name(revision, digest))
 
     def link_evidence(self, evidence_id: str, revision: int) -> None:
         """Point ``evidence/<id>.json`` at the revision whose record holds its metadata."""

@@ -39,20 +39,11 @@ POINTER = layout.POINTER
 PUBLICATION_FIELD = "publication"
 
 
-def object_key(sha256: str) -> str:
-    return f"{layout.OBJECTS}/{layout.OBJECT_HASH}/{sha256[:2]}/{sha256}"
-
-
-def evidence_key(evidence_id: str) -> str:
-    return f"{layout.EVIDENCE}/{evidence_id}.json"
-
-
-def marker_key(observation_id: str, revision: int, sha256: str) -> str:
-    return f"{layout.OBSERVATIONS}/{observation_id}/{revision:010d}-{sha256}"
-
-
-def invalidations_key(revision: int) -> str:
-    return f"{layout.INVALIDATIONS}/{revision}.json"
+# Keys the store shares with the site: the same path (``builder.tree.layout``).
+object_key = layout.object_path
+evidence_key = layout.evidence_path
+marker_key = layout.marker_path
+invalidations_key = layout.invalidations_path
 
 
 def record_key(revision: int) -> str:

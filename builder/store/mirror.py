@@ -304,7 +304,7 @@ class Mirror:
 
     def place_invalidations(self, invalidations: dict[str, str]) -> None:
         for revision, sha256 in sorted(invalidations.items()):
-            path = self.site / layout.INVALIDATIONS / f"{revision}.json"
+            path = self.site / layout.invalidations_path(revision)
             if not path.exists():
                 data = self.fetch(keys.invalidations_key(int(revision)), sha256)
                 write_once(path, data, staging=self.tree.staging)

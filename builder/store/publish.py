@@ -202,7 +202,7 @@ class Publisher:
                 immutable[key] = Upload(key, constant(str(revision).encode()))
             for key in written.markers:
                 immutable[key] = Upload(key, constant(b""))
-            path = self.site / layout.INVALIDATIONS / f"{revision}.json"
+            path = self.site / layout.invalidations_path(revision)
             if path.exists():
                 data = path.read_bytes()
                 invalidations[str(revision)] = keys.sha256_of(data)

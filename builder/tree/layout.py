@@ -43,6 +43,36 @@ LOCK_FILE = "build.lock"
 STAGING = "staging"
 
 
+# The paths of one item, relative to the site. The object store keeps each under the same key
+# (``builder.store.keys``), so a path is named here once for both.
+
+
+def object_path(sha256: str) -> str:
+    return f"{OBJECTS}/{OBJECT_HASH}/{sha256[:2]}/{sha256}"
+
+
+def evidence_path(evidence_id: str) -> str:
+    return f"{EVIDENCE}/{evidence_id}.json"
+
+
+def marker_name(revision: int, sha256: str) -> str:
+    """``<R>-<hex>``: R on ten digits, so a folder's names sort by revision."""
+    return f"{revision:010d}-{sha256}"
+
+
+def marker_of(name: str) -> tuple[int, str]:
+    """(revision, SHA-256) of a marker's name."""
+    return int(name[:10]), name[11:]
+
+
+def marker_path(observation_id: str, revision: int, sha256: str) -> str:
+    return f"{OBSERVATIONS}/{observation_id}/{marker_name(revision, sha256)}"
+
+
+def invalidations_path(revision: int) -> str:
+    return f"{INVALIDATIONS}/{revision}.json"
+
+
 def staging_dir(site: Path) -> Path:
     return site / STAGING
 

@@ -76,7 +76,7 @@ class TreeReader:
 
     def __init__(self, site: Path, cache_size: int = 4096) -> None:
         self.site = site
-        self._objects_prefix = str(site / layout.OBJECTS / layout.OBJECT_HASH) + os.sep
+        self._site_prefix = str(site) + os.sep
         self._cache_size = cache_size
         self._registry_id: str | None = None  # the registry the pointer named when last read
         self.forget()
@@ -92,17 +92,17 @@ class TreeReader:
     # -- paths and raw reads ---------------------------------------------------------------
 
     def evidence_path(self, evidence_id: str) -> Path:
-        return self.site / layout.EVIDENCE / f"{evidence_id}.json"
+        return self.site / layout.evidence_path(evidence_id)
 
     def detail_dir(self, observation_id: str) -> Path:
         return self.site / layout.OBSERVATIONS / observation_id
 
     def object_path(self, sha256: str) -> Path:
-        return Path(f"{self._objects_prefix}{sha256[:2]}{os.sep}{sha256}")
+        return Path(self._site_prefix + layout.object_path(sha256))
 
     def read_object(self, sha256: str) -> bytes:
         try:
-            data = read_file(f"{self._objects_prefix}{sha256[:2]}{os.sep}{sha256}")
+            data = read_file(self._site_prefix + layout.object_path(sha256))
         except FileNotFoundError:
             raise TreeCorruptError(f"object sha256:{sha256} is missing") from None
         if hashlib.sha256(data).hexdigest() != sha256:
@@ -219,7 +219,7 @@ class TreeReader:
             names = os.listdir(self.detail_dir(observation_id))
         except FileNotFoundError:
             return []
-        return sorted((int(n[:10]), n[11:]) for n in names if n[0] != ".")
+        return sorted(layout.marker_of(n) for n in names if n[0] != ".")
 
     def detail(self, observation_id: str, revision: int) -> bytes | None:
         """The detail prefix of an observation as of ``revision``, or None if it did not exist."""
