@@ -127,7 +127,7 @@ def scenarios(site: Path) -> list[Scenario]:
     return [
         Scenario("year page", year, "year.json"),
         Scenario("latest", "/v1/rates/latest?currency=USD&series=publicado", "latest.json"),
-        Scenario("evidence", f"/v1/evidence/{largest['id']}", "evidence.bin"),
+        Scenario("evidence", f"/v1/evidence/{largest.id}", "evidence.bin"),
     ]
 
 
