@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from builder.store.s3 import ObjectStore
 
 from builder.capture.run import Stores
+from builder.objstore.s3 import ObjectStore
 from builder.publish.build import Builder
 from builder.publish.writer import TreeWriter
 from builder.store.mirror import mirror
