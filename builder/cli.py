@@ -25,7 +25,6 @@ import orjson
 
 from builder.capture.alerting import sync_alerts
 from builder.capture.backfill import (
-    BACKFILL_SOURCES,
     backfill_centralbank,
     backfill_taxauth,
     check_request,
@@ -47,6 +46,7 @@ from builder.core.arguments import OneLineParser, source_url
 from builder.core.business_days import today_in_lima
 from builder.core.errors import NotFound, UsageError, reported
 from builder.core.settings import Settings, load_settings
+from builder.core.vocabulary import CAPTURED_SOURCES, CENTRALBANK, TAXAUTH_TXT
 from builder.publish.build import Builder
 from builder.publish.logcli import add_log_commands, log_signer
 from builder.publish.warc import export_warc
@@ -77,7 +77,7 @@ def require_registry(settings: Settings) -> None:
     require(settings.home / REGISTRY_FILE, "registry")
 
 
-CAPTURES = {"taxauth_txt": capture_taxauth_txt, "centralbank": capture_centralbank}
+CAPTURES = {TAXAUTH_TXT: capture_taxauth_txt, CENTRALBANK: capture_centralbank}
 
 
 def cmd_capture(args: argparse.Namespace, settings: Settings) -> int:
@@ -142,7 +142,7 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
     if args.from_file is not None:
         saved = read_saved(Path(args.from_file), settings.max_body_bytes)
     with open_stores(settings) as stores:
-        if args.source == "centralbank":
+        if args.source == CENTRALBANK:
             write = partial(backfill_centralbank, stores, settings, now, start, end, args.url)
         else:
             assert saved is not None  # check_request: taxauth_txt needs --from-file
@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument(
         "--source",
         choices=sorted(CAPTURES),
-        default="taxauth_txt",
+        default=TAXAUTH_TXT,
         help="which source to capture (default: taxauth_txt, the tax authority's text file)",
     )
     capture.add_argument(
@@ -292,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
         "backfill", help="a source's own history for a date range, as one revision"
     )
     backfill.add_argument(
-        "--source", required=True, choices=BACKFILL_SOURCES, help="whose history to fetch"
+        "--source", required=True, choices=CAPTURED_SOURCES, help="whose history to fetch"
     )
     backfill.add_argument(
         "--from", dest="start", required=True, metavar="YYYY-MM-DD", help="first date"

@@ -54,7 +54,6 @@ from builder.core.vocabulary import CAPTURED_SOURCES, FUENTE_NO_DISPONIBLE
 from builder.sources import centralbank, taxauth_monthly
 from builder.sources.common import InvariantError, ParsedRate, SourceFormatError
 
-BACKFILL_SOURCES = CAPTURED_SOURCES
 TAXAUTH_MONTHLY = SourceSpec(
     taxauth_monthly.FUENTE, taxauth_monthly.SERIE, taxauth_monthly.PARSER_VERSION
 )
@@ -80,8 +79,8 @@ def check_request(
     source: str, start: date, end: date, today_lima: date, from_file: str | None
 ) -> None:
     """Refuse a request that cannot run, before anything is opened or written."""
-    if source not in BACKFILL_SOURCES:
-        known = ", ".join(BACKFILL_SOURCES)
+    if source not in CAPTURED_SOURCES:
+        known = ", ".join(CAPTURED_SOURCES)
         raise BackfillError(f"unknown source {source!r}: expected one of {known}")
     if start > end:
         raise BackfillError(f"--from {start} is after --to {end}")

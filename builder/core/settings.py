@@ -22,7 +22,6 @@ from builder.core.vocabulary import CAPTURED_SOURCES
 
 TAXAUTH_URL = "https://www.sunat.gob.pe/a/txt/tipoCambio.txt"
 CENTRALBANK_URL = "https://estadisticas.bcrp.gob.pe/estadisticas/series/api"
-KNOWN_SOURCES = CAPTURED_SOURCES
 
 
 class SettingsError(ConfigurationError, ValueError):
@@ -116,7 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "FXEV_TOKEN", "token", None, "bearer token read by client-side commands (`fxev verify`)"
     ),
-    Setting("FXEV_SOURCES", "sources", ",".join(KNOWN_SOURCES), "sources `fxev tick` captures"),
+    Setting("FXEV_SOURCES", "sources", ",".join(CAPTURED_SOURCES), "sources `fxev tick` captures"),
     Setting(
         "FXEV_CENTRALBANK_DAYS",
         "centralbank_days",
@@ -341,7 +340,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         for s in (environ.get("FXEV_SOURCES") or _default("FXEV_SOURCES")).split(",")
         if s.strip()
     )
-    unknown = [s for s in sources if s not in KNOWN_SOURCES]
+    unknown = [s for s in sources if s not in CAPTURED_SOURCES]
     if unknown:
         raise SettingsError(f"FXEV_SOURCES names unknown sources: {', '.join(unknown)}")
     if not sources or len(set(sources)) != len(sources):
