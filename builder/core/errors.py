@@ -27,7 +27,8 @@ Where the package errors hang (each keeps its name and, where callers rely on it
                     verifier.command.VerifyUsageError (exit 2)
     NotFound        ImportFileUnreadable, SavedFileUnreadable, AlertNotFound, TokenNotFound
     Conflict        AlertConflict, TokenConflict, builder.publish.log.HistoryRewritten,
-                    builder.publish.log.KeyChanged, builder.publish.log.NotTheLogsKey
+                    builder.publish.log.KeyChanged, builder.publish.log.NotTheLogsKey,
+                    builder.publish.log.SigningRecordLost
     ConfigurationError  builder.core.settings.SettingsError
     StorageError    builder.publish.warc.ExportWriteError, and what :func:`from_environment` makes
     IntegrityError  builder.tree.revlog.TreeCorruptError, builder.publish.warc.ExportError

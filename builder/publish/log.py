@@ -59,6 +59,14 @@ class HistoryRewritten(Conflict):
     command = "build"
 
 
+class SigningRecordLost(Conflict):
+    """``log.signed`` is missing beside a key that may have signed, and no published checkpoint
+    of that key stands in for it: nothing is signed (exit 1), since what it must extend is
+    unknown."""
+
+    command = "build"
+
+
 class RowCheck:
     """Every registry row a build reads from a revision the published log holds is checked
     against it first: the revision's leaf, made again from the registry's rows, must be the
@@ -159,8 +167,18 @@ class LogWriter:
         origin = self.signer.origin or logkey.default_origin(registry_id)
         private = logkey.load_or_create(self.signer.home)
         key = logkey.verifier_key(self.signer.home, origin)
-        previous = logkey.last_signed(self.signer.home) or self._published_under(key)
-        if previous is not None:
+        previous = logkey.last_signed(self.signer.home)
+        if previous is None:
+            previous = self._published_under(key)
+        if previous is None:
+            memory = self.signer.home / logkey.SIGNED_FILE
+            raise SigningRecordLost(
+                f"refusing to sign: {memory}, the record of what this key signed, is missing and"
+                " no published log signed by it is here to stand in; restore it from the home's"
+                " backup, or copy the published log/checkpoint to it (if this key never signed a"
+                " checkpoint, create it empty)"
+            )
+        if previous != logkey.NOTHING_SIGNED:
             self._check_extends(previous, key, size, root)
         signed = note.sign(note.Checkpoint(origin, size, root).text, origin, private)
         logkey.remember_signed(self.signer.home, signed)

@@ -3,7 +3,9 @@
 ``log.key`` holds the Ed25519 private key (PKCS#8 PEM, mode 0600), made by the first command that
 needs it and never replaced: it is written under a temporary name and linked into place, so two
 commands racing make one key. ``log.signed`` holds the last checkpoint this key signed, so
-``fxev build`` can refuse to sign a tree that does not extend it (a rewritten registry).
+``fxev build`` can refuse to sign a tree that does not extend it (a rewritten registry). It is
+made empty ("nothing signed yet") before the key, so a key whose memory is missing has lost it:
+the build then needs another record of what the key signed (docs/transparency.md#key).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from builder.tlog import note
 
 KEY_FILE = "log.key"
 SIGNED_FILE = "log.signed"
+NOTHING_SIGNED = ""  # log.signed of a key that has signed no checkpoint yet
 
 
 def default_origin(registry_id: str | None) -> str:
@@ -32,6 +35,7 @@ def default_origin(registry_id: str | None) -> str:
 def load_or_create(home: Path) -> Ed25519PrivateKey:
     path = home / KEY_FILE
     if not path.exists():
+        create_once(home / SIGNED_FILE, NOTHING_SIGNED.encode())  # first: a key has a memory
         _create(path)
     try:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
@@ -70,6 +74,8 @@ def mismatched_key(home: Path, origin: Callable[[], str], theirs: str | None) ->
 
 
 def last_signed(home: Path) -> str | None:
+    """The last checkpoint this home's key signed, :data:`NOTHING_SIGNED`, or None when
+    ``log.signed`` is missing (lost, or moved away)."""
     try:
         return (home / SIGNED_FILE).read_text()
     except FileNotFoundError:

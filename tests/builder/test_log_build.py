@@ -265,3 +265,57 @@ def test_a_rewritten_registry_is_not_signed_by_the_same_key_once_log_signed_is_g
     rotated = fxev(rewritten, "build", "--rebuild")
     assert rotated.returncode == 0, rotated.stderr
     assert vkey(rewritten).key_id != pinned.key_id
+
+
+def test_a_key_whose_record_is_lost_signs_nothing_for_a_new_site(tmp_path: Path) -> None:
+    """DECISIONS 13: a rewritten registry cannot be signed. With `log.signed` gone and the build
+    sent to a new, empty site, no record of what the key signed was left: a rewritten registry
+    was signed, under the key consumers pin, at a size the key had signed with another root (a
+    split view). A key's record is made with the key, so a missing one was lost: the build
+    refuses, one line naming the file, and publishes nothing. Copying the published checkpoint
+    into the record is the documented way on: the rewritten registry is then refused as
+    rewritten, and the honest home builds the new site."""
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    assert (tmp_path / "var" / "log.signed").read_text() == (
+        tmp_path / "site_out" / "log" / "checkpoint"
+    ).read_text()
+    copy, new_site = tmp_path / "copy", tmp_path / "new-site"
+    shutil.copytree(tmp_path / "var", copy)
+    rewrite_revision(copy, 2)
+    (copy / "log.signed").unlink()
+    rewritten = env | {"FXEV_HOME": str(copy), "FXEV_SITE": str(new_site)}
+    for args in (("build",), ("build", "--rebuild")):
+        refused = fxev(rewritten, *args)
+        assert refused.returncode == 1, (args, refused)
+        assert len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "log.signed" in refused.stderr and "missing" in refused.stderr, refused.stderr
+        assert not (new_site / layout.POINTER).exists()
+        assert not (new_site / "log" / "checkpoint").exists()
+    shutil.copy(tmp_path / "site_out" / "log" / "checkpoint", copy / "log.signed")
+    again = fxev(rewritten, "build")
+    assert again.returncode == 1 and "history rewritten" in again.stderr, again
+    (tmp_path / "var" / "log.signed").unlink()  # the honest home, its record lost too
+    honest = env | {"FXEV_SITE": str(new_site)}
+    assert fxev(honest, "build").returncode == 1
+    shutil.copy(tmp_path / "site_out" / "log" / "checkpoint", tmp_path / "var" / "log.signed")
+    built = fxev(honest, "build")
+    assert built.returncode == 0, built.stderr
+    assert (new_site / "log" / "checkpoint").read_bytes() == (
+        tmp_path / "site_out" / "log" / "checkpoint"
+    ).read_bytes()
+
+
+def test_a_new_key_starts_with_an_empty_record(tmp_path: Path) -> None:
+    """The record is made before the key: `fxev log key` on a new home leaves both, the record
+    empty (nothing signed yet), and the first build signs."""
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    printed = vkey(env)
+    home = tmp_path / "var"
+    assert (home / "log.signed").read_text() == ""
+    assert stat.S_IMODE(os.stat(home / "log.signed").st_mode) == 0o600
+    assert fxev(env, "build").returncode == 0
+    assert vkey(env) == printed
+    assert (home / "log.signed").read_text() == (tmp_path / "site_out/log/checkpoint").read_text()
