@@ -260,8 +260,7 @@ def run_proof_verify(
         except (orjson.JSONDecodeError, ValueError) as error:
             raise VerifyError(f"the record {record} cannot be used: {error}") from None
     rows_list = None if rows is None else _read(rows, "rows list")
-    text = _read(proof, "proof").decode("utf-8", "replace")
-    verdict = check_proof(text, options.key, observation, rows_list)
+    verdict = check_proof(_read(proof, "proof"), options.key, observation, rows_list)
     for check in verdict.checks:
         print(check.line, flush=True)
     return verdict

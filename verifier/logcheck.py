@@ -110,8 +110,9 @@ class LogView:
 
     def open_checkpoint(self) -> note.Checkpoint:
         if self.checkpoint is None:
-            self.signed = self.fetch("checkpoint").decode("utf-8", "replace")
+            signed = self.fetch("checkpoint")
             try:
+                self.signed = note.decode(signed)
                 text = note.open_note(self.signed, self.key)
             except note.NoteError as error:
                 raise LogFailure(f"checkpoint signature: {error}") from None

@@ -69,29 +69,30 @@ def record_observation(body: Any) -> Body:
 
 
 def check_proof(
-    text: str,
+    data: bytes,
     key: note.VerifierKey,
     record: Body | None = None,
     rows_list: bytes | None = None,
 ) -> ProofVerdict:
-    """Every check of a ``tlog-proof`` (and, with ``record``, of the observation in its leaf)."""
+    """Every check of a ``tlog-proof``, its bytes ``data`` (and, with ``record``, of the
+    observation in its leaf)."""
     found = _Checks("" if record is None else str(record.get("id", "")))
     state: dict[str, int] = {}
     with contextlib.suppress(_Stop):
-        _check(found, state, text, key, record, rows_list)
+        _check(found, state, data, key, record, rows_list)
     return ProofVerdict(tuple(found.items), state.get("revision"), state.get("index"))
 
 
 def _check(
     found: _Checks,
     state: dict[str, int],
-    text: str,
+    data: bytes,
     key: note.VerifierKey,
     record: Body | None,
     rows_list: bytes | None,
 ) -> None:
     try:
-        parsed = proof.parse(text)
+        parsed = proof.parse(note.decode(data))
     except note.NoteError as error:
         raise found.fail("proof", str(error)) from None
     if parsed.extra is None:

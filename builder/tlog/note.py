@@ -99,6 +99,15 @@ def sign(text: str, name: str, private: Ed25519PrivateKey) -> str:
     return f"{text}\n{DASH} {name} {encoded}\n"
 
 
+def decode(data: bytes) -> str:
+    """A note's text from its bytes. Signed notes are UTF-8 (C2SP ``signed-note``): bytes that
+    are not are a malformed note, as Go's ``note.Open`` has it, never text with stand-ins."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NoteError("malformed note: not valid UTF-8") from None
+
+
 def open_note(note: str, key: VerifierKey) -> str:
     """The text of ``note`` once a signature by ``key`` on it verifies, or ``NoteError``. Every
     signature line must be well formed, as Go's ``note.Open`` has it, whoever signed it: a note
@@ -156,4 +165,6 @@ def parse_checkpoint(text: str) -> Checkpoint:
         raise NoteError("a checkpoint's root is not base64") from None
     if len(digest) != 32 or not origin:
         raise NoteError("a checkpoint needs an origin and a 32-byte root")
+    if "" in lines[3:-1]:
+        raise NoteError("a checkpoint's extension line is empty")  # C2SP tlog-checkpoint
     return Checkpoint(origin, int(size), digest)

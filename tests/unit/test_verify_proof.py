@@ -51,7 +51,7 @@ def failed(verdict) -> list[tuple[str, str]]:
 
 
 def test_a_proof_verifies_with_only_the_key():
-    verdict = check_proof(PROOF, KEY)
+    verdict = check_proof(PROOF.encode(), KEY)
     assert verdict.ok and verdict.exit_code == 0
     assert (verdict.revision, verdict.index) == (3, 2)
     assert [c.check for c in verdict.checks] == ["checkpoint", "inclusion", "leaf"]
@@ -59,10 +59,10 @@ def test_a_proof_verifies_with_only_the_key():
 
 
 def test_a_record_is_found_among_the_leafs_observations():
-    verdict = check_proof(PROOF, KEY, RECORD)
+    verdict = check_proof(PROOF.encode(), KEY, RECORD)
     assert verdict.ok, failed(verdict)
     assert verdict.checks[-1].check == "record"
-    changed = check_proof(PROOF, KEY, RECORD | {"compra": "3.357"})
+    changed = check_proof(PROOF.encode(), KEY, RECORD | {"compra": "3.357"})
     assert failed(changed) == [
         (
             "record",
@@ -71,7 +71,7 @@ def test_a_record_is_found_among_the_leafs_observations():
         )
     ]
     assert changed.to_json()["findings"][0]["observacion_id"] == RECORD["id"]
-    later = check_proof(PROOF, KEY, RECORD | {"revision_creada": 4})
+    later = check_proof(PROOF.encode(), KEY, RECORD | {"revision_creada": 4})
     assert failed(later)[0][0] == "record" and "created in revision 4" in failed(later)[0][1]
 
 
@@ -97,7 +97,7 @@ def test_a_record_body_needs_its_observacion():
 def test_a_flipped_byte_fails_naming_what(tamper, check):
     text = tamper(PROOF)
     assert text != PROOF
-    verdict = check_proof(text, KEY, RECORD)
+    verdict = check_proof(text.encode(), KEY, RECORD)
     assert not verdict.ok and verdict.exit_code == 1
     assert [c for c, _ in failed(verdict)] == [check]
     assert verdict.to_json()["findings"][0]["check"] == check
@@ -105,12 +105,12 @@ def test_a_flipped_byte_fails_naming_what(tamper, check):
 
 def test_a_wrong_key_or_origin_fails_the_checkpoint():
     other = note.verifier_key(KEY.name, Ed25519PrivateKey.from_private_bytes(bytes([1]) * 32))
-    verdict = check_proof(PROOF, other)
+    verdict = check_proof(PROOF.encode(), other)
     assert failed(verdict) == [
         ("checkpoint", f"signature: no signature by {KEY.name} (key id mismatch)")
     ]
     elsewhere, _ = build({"observations": (row_hash(RECORD),)}, origin="fxev.local/other")
-    assert failed(check_proof(elsewhere, KEY)) == [
+    assert failed(check_proof(elsewhere.encode(), KEY)) == [
         ("checkpoint", f"origin fxev.local/other is not {KEY.name}")
     ]
 
@@ -126,22 +126,24 @@ def test_a_leaf_of_another_revision_fails():
     signed = note.sign(note.Checkpoint(KEY.name, 5, root).text, KEY.name, PRIVATE)
     path = merkle.inclusion_proof(2, 5, reader(hashes))
     wrong = proof.TlogProof(parsed.index, tuple(path), signed, data).encode()
-    assert failed(check_proof(wrong, KEY)) == [("leaf", "the leaf is of revision 4, not 3")]
+    assert failed(check_proof(wrong.encode(), KEY)) == [
+        ("leaf", "the leaf is of revision 4, not 3")
+    ]
 
 
 def test_a_leaf_with_a_rows_list_needs_it_for_a_record():
     many = tuple(hashlib.sha256(str(i).encode()).hexdigest() for i in range(2000))
     text, rows = build({"observations": (*many, row_hash(RECORD))})
     assert rows is not None
-    alone = check_proof(text, KEY)
+    alone = check_proof(text.encode(), KEY)
     assert alone.ok and alone.revision == 3
     assert "/v1/log/rows/3" in alone.checks[-1].message
-    without = check_proof(text, KEY, RECORD)
+    without = check_proof(text.encode(), KEY, RECORD)
     assert [c for c, _ in failed(without)] == ["record"]
     assert "fetch /v1/log/rows/3 and give it as --rows FILE" in failed(without)[0][1]
-    assert check_proof(text, KEY, RECORD, rows).ok
+    assert check_proof(text.encode(), KEY, RECORD, rows).ok
     bad_rows = rows.replace(many[0].encode(), b"0" * 64)
-    assert failed(check_proof(text, KEY, RECORD, bad_rows)) == [
+    assert failed(check_proof(text.encode(), KEY, RECORD, bad_rows)) == [
         ("leaf", "the rows list does not match the leaf's rows_sha256")
     ]
 
@@ -149,5 +151,29 @@ def test_a_leaf_with_a_rows_list_needs_it_for_a_record():
 def test_a_proof_without_a_leaf_is_not_an_fxev_proof():
     parsed = proof.parse(PROOF)
     bare = proof.TlogProof(parsed.index, parsed.hashes, parsed.checkpoint).encode()
-    assert failed(check_proof(bare, KEY))[0][0] == "proof"
+    assert failed(check_proof(bare.encode(), KEY))[0][0] == "proof"
     assert base64.b64decode(PROOF.split("\n")[1][6:]).startswith(b'{"chain"')
+
+
+def test_a_proof_that_is_not_utf8_is_malformed():
+    """C2SP signed-note: "Signed notes MUST be valid UTF-8". A signature line of an unknown key
+    holding the byte 0xFF was read with a stand-in character and the proof passed; Go's
+    ``note.Open`` refuses it as a malformed note, and so does the check."""
+    blob = base64.b64encode(bytes(68))
+    data = PROOF.encode() + "\N{EM DASH} w".encode() + b"\xff.example " + blob + b"\n"
+    verdict = check_proof(data, KEY)
+    assert failed(verdict) == [("proof", "malformed note: not valid UTF-8")]
+    assert verdict.exit_code == 1
+    assert check_proof(PROOF.encode() + "\N{EM DASH} w.example ".encode() + blob + b"\n", KEY).ok
+
+
+def test_a_checkpoint_with_an_empty_extension_line_fails():
+    """C2SP tlog-checkpoint: extension lines "MUST be non-empty"; signed by the key or not."""
+    root = bytes(32)
+    text = note.Checkpoint(KEY.name, 5, root).text + "\nextension\n"  # fxev never signs one
+    blob = base64.b64encode(KEY.key_id + PRIVATE.sign(text.encode())).decode()
+    signed = f"{text}\n\N{EM DASH} {KEY.name} {blob}\n"
+    with pytest.raises(note.NoteError, match="extension line is empty"):
+        note.parse_checkpoint(note.open_note(signed, KEY))
+    fine = note.sign(note.Checkpoint(KEY.name, 5, root).text + "extension\n", KEY.name, PRIVATE)
+    assert note.parse_checkpoint(note.open_note(fine, KEY)).size == 5
