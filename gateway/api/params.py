@@ -283,19 +283,23 @@ def no_params(params: Mapping[str, str]) -> None:
     check_names(params, ())
 
 
-def path_uuid(name: str, segment: str) -> str:
-    """A 36-character hyphenated UUID, canonicalised to lower case; else the 422 body.
-
-    ``segment`` is the path segment as sent (still percent-encoded). One that decodes to a NUL
-    or to bytes that are not UTF-8 is ``INVALID_PARAMS``, as in the query
-    (docs/decisions.md#bad-requests): a bad request, not an id of the wrong form.
-    """
+def path_text(segment: str) -> str:
+    """A path parameter as sent (still percent-encoded), decoded. One that decodes to a NUL or
+    to bytes that are not UTF-8 is ``INVALID_PARAMS``, as in the query
+    (docs/decisions.md#bad-requests): a bad request, not a name of the wrong form."""
     try:
         raw = unquote(segment, errors="strict")
     except UnicodeDecodeError:
         raise InvalidParams("the path is not valid UTF-8 once percent-decoded") from None
     if "\x00" in raw:
         raise InvalidParams("the path holds a NUL character")
+    return raw
+
+
+def path_uuid(name: str, segment: str) -> str:
+    """A 36-character hyphenated UUID, canonicalised to lower case; else the 422 body
+    (:func:`path_text` first)."""
+    raw = path_text(segment)
     lowered = raw.lower()
     if not UUID.fullmatch(lowered):
         raise PathValidation(name, raw)

@@ -66,6 +66,7 @@ async def log_tile(request: Request, tile: str) -> HTTPResponse:
     path = tile
     pub = published(request)
     params.no_params(query(request))
+    params.path_text(path)  # a NUL or bytes not UTF-8: 400, as on every route; then the spelling
     try:
         named = tiles.parse_path("tile/" + path)
     except ValueError:
@@ -83,6 +84,7 @@ async def log_tile(request: Request, tile: str) -> HTTPResponse:
 async def log_rows(request: Request, revision: str) -> HTTPResponse:
     pub = published(request)
     params.no_params(query(request))
+    params.path_text(revision)
     number = int(revision) if revision.isdigit() and len(revision) < 12 else 0
     data = _log(request).rows(number) if 0 < number <= pub.revision else None
     if data is None or str(number) != revision:

@@ -107,6 +107,22 @@ def test_bad_log_paths_are_404_not_found(gateway: Gateway, path: str) -> None:
     assert_api_error(gateway.get(path, token=None), 404, "NOT_FOUND")
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/log/rows/%00",
+        "/v1/log/rows/%ff",
+        "/v1/log/tile/0/%00",
+        "/v1/log/tile/entries/%ff",
+        "/v1/log/tile/0/000.p/%C0%AF",
+    ],
+)
+def test_a_log_path_with_a_nul_or_not_utf8_is_400(gateway: Gateway, path: str) -> None:
+    """DECISIONS 9: "a NUL or invalid UTF-8 in the path or query" is 400 ``INVALID_PARAMS``,
+    on the log's routes as on the id routes (they answered 404, echoing the segment)."""
+    assert_api_error(gateway.get(path, token=None), 400, "INVALID_PARAMS")
+
+
 @pytest.mark.gateway_env(FXEV_RATE_LIMIT_PER_MIN="2")
 def test_the_log_is_not_rate_limited(private_gateway: Gateway) -> None:
     for _ in range(6):
