@@ -1,10 +1,8 @@
 """Configuration: one pure function from an environment mapping to typed settings.
 
-Every setting is an environment variable with a default that works from a fresh clone. Each is
-declared once, in ``SETTINGS``: its variable, its default (as text, parsed by ``load_settings``
-like any value from the environment) and a one-line help. The docs' configuration table
-(``docs/operating/configuration.md``) is checked against ``SETTINGS`` by a test, so a setting
-cannot be added here without being documented there.
+Every setting is an environment variable with a default that works from a fresh clone, declared
+once in :mod:`builder.core.variables` (``SETTINGS``); ``load_settings`` parses its default like
+any value from the environment, and refuses what a command could not use.
 """
 
 from __future__ import annotations
@@ -12,16 +10,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from builder.core.errors import ConfigurationError
+from builder.core.variables import DEFAULTS, MAXIMA
 from builder.core.vocabulary import CAPTURED_SOURCES
-
-TAXAUTH_URL = "https://www.sunat.gob.pe/a/txt/tipoCambio.txt"
-CENTRALBANK_URL = "https://estadisticas.bcrp.gob.pe/estadisticas/series/api"
 
 
 class SettingsError(ConfigurationError, ValueError):
@@ -56,175 +52,8 @@ class Settings:
     edge_lane: str | None = None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Setting:
-    """One environment variable: the ``Settings`` field it fills, its default and its help."""
-
-    variable: str
-    field: str
-    default: str | None  # None: unset, the field is None (or, for FXEV_NOW, the clock)
-    help: str
-    unset: str = "unset"  # how the docs name the default when there is none
-
-    @property
-    def shown_default(self) -> str:
-        """The default as the docs' table shows it."""
-        return self.unset if self.default is None else self.default
-
-
-# Every setting, in the order of the docs' table.
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "FXEV_HOME",
-        "home",
-        "./var",
-        "data folder: registry, evidence blobs, alerts, tokens, ledger",
-    ),
-    Setting("FXEV_SITE", "site", "./site_out", "the static tree rendered by `fxev build`"),
-    Setting(
-        "FXEV_TAXAUTH_URL",
-        "taxauth_url",
-        TAXAUTH_URL,
-        "the tax authority's exchange-rate text file",
-    ),
-    Setting(
-        "FXEV_CENTRALBANK_URL",
-        "centralbank_url",
-        CENTRALBANK_URL,
-        "base of the central bank's statistics API",
-    ),
-    Setting(
-        "FXEV_NOW",
-        "now",
-        None,
-        "fixed 'now' (ISO-8601 with offset); tests only",
-        unset="unset (the clock)",
-    ),
-    Setting(
-        "FXEV_RATE_LIMIT_PER_MIN",
-        "rate_limit_per_min",
-        "60",
-        "requests per token in any 60 s window",
-    ),
-    Setting(
-        "FXEV_RATE_LIMIT_PER_DAY",
-        "rate_limit_per_day",
-        "5000",
-        "requests per token per calendar day in Lima",
-    ),
-    Setting(
-        "FXEV_TOKEN", "token", None, "bearer token read by client-side commands (`fxev verify`)"
-    ),
-    Setting("FXEV_SOURCES", "sources", ",".join(CAPTURED_SOURCES), "sources `fxev tick` captures"),
-    Setting(
-        "FXEV_CENTRALBANK_DAYS",
-        "centralbank_days",
-        "10",
-        "days back each central-bank capture asks for",
-    ),
-    Setting(
-        "FXEV_PLAUSIBILITY_PCT",
-        "plausibility_pct",
-        "3",
-        "move (percent) that marks `plausibilidad_baja`",
-    ),
-    Setting(
-        "FXEV_MAX_BODY_BYTES",
-        "max_body_bytes",
-        "1048576",
-        "largest source body accepted, after decompression",
-    ),
-    Setting(
-        "FXEV_MIN_FREE_BYTES",
-        "min_free_bytes",
-        "1073741824",
-        "free disk under which writes raise `disco`",
-    ),
-    Setting(
-        "FXEV_CLOCK_TOLERANCE_S",
-        "clock_tolerance_s",
-        "60",
-        "clock offset from the source's `Date` that raises an alert",
-    ),
-    Setting(
-        "FXEV_PROXY",
-        "proxy",
-        None,
-        "proxy (tunnel) to reach the sources; unreachable raises `tunel_caido`",
-    ),
-    Setting(
-        "FXEV_CAPTURE_DEADLINE_S",
-        "capture_deadline_s",
-        "60",
-        "whole-request deadline of one source fetch (connect, redirects, headers, body)",
-    ),
-    Setting(
-        "FXEV_REDIS_URL",
-        "redis_url",
-        None,
-        "fleet mode: Redis shared by every gateway (limits, tokens, page-token secret, alerts)",
-        unset="unset (one host, local files)",
-    ),
-    Setting(
-        "FXEV_EDGE_LANE",
-        "edge_lane",
-        None,
-        "`HOST:PORT` where each gateway worker also answers the edge's common auth steps (the"
-        " auth lane); `fxev edge config --lane` names it",
-        unset="unset (no lane: every auth step goes through Sanic)",
-    ),
-    Setting(
-        "FXEV_STORE_URL",
-        "store_url",
-        None,
-        "fleet mode: `s3://BUCKET/PREFIX` of the object store the tree is published to",
-    ),
-    Setting(
-        "FXEV_S3_ENDPOINT",
-        "s3_endpoint",
-        None,
-        "endpoint of an S3-compatible store",
-        unset="unset (the client's default)",
-    ),
-    Setting(
-        "FXEV_MIRROR_INTERVAL_S",
-        "mirror_interval_s",
-        "5",
-        "how often `fxev mirror --follow` polls the store's pointer; a fleet gateway waits up"
-        " to this and 2 s for its mirror (set it alike on a host's gateway and mirror)",
-    ),
-    Setting(
-        "FXEV_CORS_ORIGINS",
-        "cors_origins",
-        None,
-        "origins (comma-separated, or `*`) allowed to call the API from a browser",
-        unset="unset (none)",
-    ),
-    Setting(
-        "FXEV_LOG_ORIGIN",
-        "log_origin",
-        None,
-        "the transparency log's origin: its checkpoints' first line and its key's name",
-        unset="unset (`fxev.local/` + the registry id's first 16 hex)",
-    ),
-    Setting(
-        "FXEV_LOG_VKEY",
-        "log_vkey",
-        None,
-        "the log's verifier key `fxev verify` checks checkpoints with (`--vkey`)",
-        unset="unset (no log check)",
-    ),
-)
-_DEFAULTS: dict[str, str | None] = {setting.variable: setting.default for setting in SETTINGS}
-
-# variable -> (default as the docs show it, one-line help), in the docs' order.
-SETTINGS_HELP: dict[str, tuple[str, str]] = {
-    setting.variable: (setting.shown_default, setting.help) for setting in SETTINGS
-}
-
-
 def _default(name: str) -> str:
-    default = _DEFAULTS[name]
+    default = DEFAULTS[name]
     if default is None:
         raise KeyError(f"{name} has no default")
     return default
@@ -291,15 +120,23 @@ _DIGITS = re.compile(r"-?[0-9]+")
 
 def _int(environ: Mapping[str, str], name: str, minimum: int = 0) -> int:
     raw = environ.get(name, "").strip() or _default(name)
-    if not _DIGITS.fullmatch(raw):  # int() alone also takes "1_000" and non-ASCII digits
-        raise SettingsError(f"{name} must be an integer, got {raw!r}")
+    if not _DIGITS.fullmatch(raw) or len(raw) > 30:  # int() also takes "1_000", non-ASCII digits
+        raise SettingsError(f"{name} must be an integer, got {raw[:40]!r}")
     value = int(raw)
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    largest = MAXIMA[name]
+    if value > largest:
+        raise SettingsError(f"{name} must be at most {largest}, got {value}")
     return value
 
 
 _ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#\s,]+")
+
+
+# FXEV_NOW's range: dates computed from it (Lima's today, five years back, a year ahead) stay
+# inside the calendar Python can hold.
+NOW_RANGE = (datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC))
 
 
 def parse_now(raw: str) -> datetime:
@@ -310,6 +147,10 @@ def parse_now(raw: str) -> datetime:
         raise SettingsError(f"FXEV_NOW must be ISO-8601 with an offset, got {raw!r}") from None
     if value.tzinfo is None:
         raise SettingsError(f"FXEV_NOW needs a time zone offset, got {raw!r}")
+    if not NOW_RANGE[0] <= value <= NOW_RANGE[1]:
+        raise SettingsError(
+            f"FXEV_NOW must lie from {NOW_RANGE[0].year} to {NOW_RANGE[1].year}, got {raw!r}"
+        )
     return value
 
 

@@ -1,6 +1,6 @@
 """The configuration table of the docs is the settings code's: every variable, its exact default.
 
-``builder.core.settings.SETTINGS`` declares each setting once (variable, ``Settings`` field,
+``builder.core.variables.SETTINGS`` declares each setting once (variable, ``Settings`` field,
 default, help); the README's configuration table and ``docs/operating/configuration.md`` must
 list exactly those variables with exactly those defaults, and each documented default must be
 what ``load_settings`` really uses.
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.core.settings import SETTINGS, Settings, load_settings
+from builder.core.settings import Settings, load_settings
+from builder.core.variables import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "operating" / "configuration.md"

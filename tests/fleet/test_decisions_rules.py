@@ -21,7 +21,8 @@ import orjson
 import pytest
 import requests
 
-from builder.core.settings import SETTINGS, load_settings
+from builder.core.settings import load_settings
+from builder.core.variables import SETTINGS
 from builder.tlog import leaf, note, tiles
 from tests.contract.conftest import (
     Gateway,

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from builder.capture.plausibility import plausibility_reasons
-from builder.core.settings import CENTRALBANK_URL
+from builder.core.variables import CENTRALBANK_URL
 from builder.registry.records import Observation
 from builder.sources.centralbank import (
     PARSER_VERSION,

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 
 from builder.core.settings import SettingsError, load_settings
+from builder.core.variables import MAXIMA, SETTINGS
 
 
 def test_values_are_parsed_into_typed_settings():
@@ -57,8 +58,25 @@ def test_now_accepts_a_z_suffix():
         ("FXEV_PROXY", "socks5://127.0.0.1:1080", "SOCKS is not supported"),
         ("FXEV_PROXY", "socks5h://127.0.0.1:1080", "SOCKS is not supported"),
         ("FXEV_PROXY", "127.0.0.1:3128", "not an http"),
+        # Values past any use overflowed a date or a timer mid-command, after it had made the
+        # home (and, in `fxev tick`, committed the first source's capture).
+        ("FXEV_CENTRALBANK_DAYS", "99999999", "at most 3660"),
+        ("FXEV_CAPTURE_DEADLINE_S", "10000000000", "at most 1000000000"),
+        ("FXEV_RATE_LIMIT_PER_DAY", "9" * 25, "at most"),
+        ("FXEV_MIN_FREE_BYTES", "9" * 40, "integer"),
+        ("FXEV_NOW", "9999-12-31T23:59:59-05:00", "from 1970 to 9000"),
+        ("FXEV_NOW", "0001-01-01T00:00:00+00:00", "from 1970 to 9000"),
     ],
 )
 def test_an_unusable_value_is_a_clear_error(name, value, message):
     with pytest.raises(SettingsError, match=message):
         load_settings({name: value})
+
+
+def test_every_integer_setting_has_a_largest_value():
+    """Each integer setting takes its bound and refuses one more; its default is within it."""
+    for name, largest in MAXIMA.items():
+        assert load_settings({name: str(largest)}) is not None, name
+        with pytest.raises(SettingsError, match=f"{name} must be at most"):
+            load_settings({name: str(largest + 1)})
+        assert int(next(x.default for x in SETTINGS if x.variable == name) or 0) <= largest
