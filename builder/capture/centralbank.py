@@ -52,6 +52,7 @@ class RangeRead:
     answer: CentralBankAnswer | None = None
     alert_type: str | None = None
     message: str = ""
+    truncated: bool = False  # the failure's bytes are a part of an answer cut short
 
     @property
     def expected(self) -> list[date]:
@@ -62,7 +63,14 @@ class RangeRead:
         assert self.alert_type is not None
         identity = self.exchange.identidad_consulta if self.exchange else f"GET {self.url}"
         return record_failure(
-            stores, run, self.alert_type, self.message, self.exchange, identity, self.expected
+            stores,
+            run,
+            self.alert_type,
+            self.message,
+            self.exchange,
+            identity,
+            self.expected,
+            truncated=self.truncated,
         )
 
 
@@ -92,7 +100,15 @@ def read_range(
         )
     except FetchFailure as failure:
         kind, message = failure.alert_type, failure.message
-        return RangeRead(start, end, url, failure.exchange, alert_type=kind, message=message)
+        return RangeRead(
+            start,
+            end,
+            url,
+            failure.exchange,
+            alert_type=kind,
+            message=message,
+            truncated=failure.truncated,
+        )
     faults.crash_point("after_fetch")
     try:
         answer = centralbank.parse_response(

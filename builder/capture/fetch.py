@@ -17,23 +17,15 @@ marked truncated. ``received_at`` is when the headers arrived, the instant the c
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
-import socket
-import threading
-import time
 import zlib
 from datetime import UTC, datetime
 from typing import Any
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import ConnectTimeoutError
 
+from builder.capture.deadline import ACTIVE, Deadline, new_session
 from builder.core.vocabulary import CAMBIO_FORMATO, FUENTE_NO_DISPONIBLE, TUNEL_CAIDO
 
 USER_AGENT = "fxev/0.1 (+evidence capture of official USD/PEN rates)"
@@ -72,13 +64,23 @@ class HttpExchange:
 
 
 class FetchFailure(Exception):
-    """The source could not be read. ``alert_type`` classifies it; ``exchange`` is what arrived."""
+    """The source could not be read. ``alert_type`` classifies it; ``exchange`` is what arrived;
+    ``truncated``: what arrived is a part of an answer cut short (by the deadline, even before
+    its headers, when nothing arrived)."""
 
-    def __init__(self, alert_type: str, message: str, exchange: HttpExchange | None = None):
+    def __init__(
+        self,
+        alert_type: str,
+        message: str,
+        exchange: HttpExchange | None = None,
+        *,
+        cut: bool = False,
+    ):
         super().__init__(message)
         self.alert_type = alert_type
         self.message = message
         self.exchange = exchange
+        self.truncated = exchange.truncated if exchange is not None else cut
 
 
 def fetch(
@@ -99,12 +101,12 @@ def fetch(
     session = session or new_session()
     session.trust_env = False  # FXEV_PROXY is the only proxy; ambient settings never apply
     deadline = Deadline(deadline_s)
-    active = _ACTIVE.set(deadline)
+    active = ACTIVE.set(deadline)
     try:
         return _exchange(session, deadline, url, max_body_bytes, proxy, method, data, headers)
     finally:
         deadline.finish()
-        _ACTIVE.reset(active)
+        ACTIVE.reset(active)
         if own_session:
             session.close()
 
@@ -141,7 +143,7 @@ def _exchange(
     except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         # A redirect's body read after the watchdog fired can raise urllib3's own errors.
         if deadline.finish():
-            raise FetchFailure(FUENTE_NO_DISPONIBLE, deadline.message(None)) from exc
+            raise FetchFailure(FUENTE_NO_DISPONIBLE, deadline.message(None), cut=True) from exc
         if isinstance(exc, requests.exceptions.ProxyError):
             raise FetchFailure(TUNEL_CAIDO, f"proxy {proxy} unreachable: {exc}") from exc
         if isinstance(exc, requests.exceptions.Timeout):
@@ -278,119 +280,3 @@ def _read(
         if not decoder.eof:
             raise failure(CAMBIO_FORMATO, "compressed body ends before its end marker")
     return exchange(bytes(out))
-
-
-# -- the deadline --------------------------------------------------------------------------------
-
-# The deadline of the fetch running in this thread; connections register their sockets with it.
-_ACTIVE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
-    "fxev_fetch_deadline", default=None
-)
-
-
-class Deadline:
-    """The instant one fetch must end by, and the watchdog that ends it there."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._ends = time.monotonic() + seconds
-        self._lock = threading.Lock()
-        self._watched: list[tuple[HTTPConnection, socket.socket]] = []
-        self._state = "running"  # then "finished" or "expired", once
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def remaining(self) -> float:
-        return max(0.0, self._ends - time.monotonic())
-
-    def watch(self, connection: HTTPConnection, sock: socket.socket) -> None:
-        with self._lock:
-            self._watched.append((connection, sock))
-            if self._state == "expired":
-                _shut(connection, sock)
-
-    def finish(self) -> bool:
-        """Stop the watchdog; True when the deadline had passed first."""
-        with self._lock:
-            if self._state == "running":
-                self._state = "finished"
-            expired = self._state == "expired"
-        self._timer.cancel()
-        return expired
-
-    def message(self, received: int | None) -> str:
-        got = "no answer" if received is None else f"{received} bytes kept (truncado: true)"
-        return (
-            f"deadline: no complete answer within FXEV_CAPTURE_DEADLINE_S={self.seconds:g} s "
-            f"(connect to last byte, redirects included); {got}"
-        )
-
-    def _expire(self) -> None:
-        with self._lock:
-            if self._state != "running":
-                return
-            self._state = "expired"
-            for connection, sock in self._watched:
-                _shut(connection, sock)
-
-
-def _shut(connection: HTTPConnection, sock: socket.socket) -> None:
-    """Shut a socket down both ways, which wakes a read blocked on it in another thread.
-
-    TLS detaches the raw socket into the connection's ``SSLSocket``; the base class's
-    ``shutdown`` acts on the file descriptor and leaves the TLS state alone.
-    """
-    target = sock if sock.fileno() != -1 else connection.sock
-    if target is None:
-        return
-    with contextlib.suppress(OSError):  # already closed
-        socket.socket.shutdown(target, socket.SHUT_RDWR)
-
-
-class _Watched:
-    """A connection whose new socket obeys the running fetch's deadline."""
-
-    def _new_conn(self) -> socket.socket:
-        deadline = _ACTIVE.get()
-        if deadline is not None:
-            left = deadline.remaining()
-            if left <= 0:
-                raise ConnectTimeoutError(self, "the capture deadline passed before connecting")
-            if isinstance(self.timeout, int | float):  # type: ignore[attr-defined]
-                self.timeout = min(self.timeout, left)  # type: ignore[attr-defined]
-        sock: socket.socket = super()._new_conn()  # type: ignore[misc]
-        if deadline is not None:
-            deadline.watch(self, sock)  # type: ignore[arg-type]
-        return sock
-
-
-_HTTPConnection = type("_HTTPConnection", (_Watched, HTTPConnection), {})
-_HTTPSConnection = type("_HTTPSConnection", (_Watched, HTTPSConnection), {})
-_POOLS = {
-    "http": type("_HTTPPool", (HTTPConnectionPool,), {"ConnectionCls": _HTTPConnection}),
-    "https": type("_HTTPSPool", (HTTPSConnectionPool,), {"ConnectionCls": _HTTPSConnection}),
-}
-
-
-class _DeadlineAdapter(HTTPAdapter):
-    """``requests``' adapter with connections that obey the running fetch's deadline."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _POOLS
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if not proxy.lower().startswith("socks"):  # SOCKS brings its own connections
-            manager.pool_classes_by_scheme = _POOLS
-        return manager
-
-
-def new_session() -> requests.Session:
-    """A ``requests`` session whose connections obey :func:`fetch`'s deadline."""
-    session = requests.Session()
-    adapter = _DeadlineAdapter()
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session

@@ -42,8 +42,10 @@ def store_evidence(
     exchange: Answer | None,
     identidad_consulta: str,
     content_type: str | None = None,
+    truncated: bool = False,
 ) -> Evidence:
-    """Insert the evidence row of ``body``, whose bytes must already be in the blob store."""
+    """Insert the evidence row of ``body``, whose bytes must already be in the blob store;
+    ``truncated``: a part of an answer, whatever ``exchange`` says (none arrived whole)."""
     if isinstance(exchange, SavedAnswer):
         content_type = content_type or exchange.content_type
         exchange = None
@@ -62,7 +64,7 @@ def store_evidence(
             headers=[list(pair) for pair in exchange.headers] if exchange else [],
             identidad_consulta=identidad_consulta,
             capturado_en=run.stamp,
-            truncated=exchange.truncated if exchange else False,
+            truncated=truncated or (exchange.truncated if exchange else False),
         )
     )
 
@@ -136,15 +138,19 @@ def record_failure(
     exchange: Answer | None,
     identidad_consulta: str,
     expected_dates: Sequence[date],
+    truncated: bool = False,
 ) -> CaptureResult:
-    """Record a failed run: its evidence (zero bytes if nothing arrived), one event per date."""
+    """Record a failed run: its evidence (zero bytes if nothing arrived; ``truncated``, a part of
+    an answer cut short), one event per date."""
     body = exchange.body if exchange else b""
     spec = run.spec
     stores.blobs.put(body)
     faults.crash_point("after_blob_write")
     sync_alerts(stores.registry, stores.alerts)  # earlier revisions' alerts come first
     with stores.registry.write(run.revision_kind, run.now) as tx:
-        evidence = store_evidence(stores, tx, run, body, exchange, identidad_consulta)
+        evidence = store_evidence(
+            stores, tx, run, body, exchange, identidad_consulta, truncated=truncated
+        )
         for expected in expected_dates:
             add_event(
                 tx,

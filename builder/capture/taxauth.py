@@ -58,6 +58,7 @@ def _capture_taxauth_txt(
             failure.exchange,
             f"GET {url}",
             [expected],
+            truncated=failure.truncated,
         )
     checks.clock(exchange)
     faults.crash_point("after_fetch")

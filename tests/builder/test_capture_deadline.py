@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.capture import deadline
 from builder.capture.centralbank import capture_centralbank
 from builder.capture.run import CaptureResult, Stores
 from builder.capture.taxauth import capture_taxauth_txt
@@ -129,6 +130,43 @@ def test_dripping_headers_end_by_the_deadline(
     assert_deadline_failure(result, elapsed)
     evidence, kept = the_evidence(stores, result)
     assert (evidence.http_status, kept) == (None, b"")  # no answer arrived: nothing to keep
+    # DECISIONS 14: "the bytes received so far kept as evidence and marked truncated", none here.
+    assert evidence.truncated
+
+
+class SilentTimer:
+    """A watchdog that never fires: the read timeout alone ends the wait."""
+
+    def __init__(self, *args: object) -> None:
+        self.daemon = True
+
+    def start(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_a_read_timeout_that_beats_the_watchdog_still_names_the_deadline(
+    dripping: LocalServer,
+    stores: Stores,
+    deadline_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under a deadline shorter than the read timeout, the read waits for the time left, so it
+    ends at the deadline too, and under load it can end before the watchdog fires: the run said
+    "timeout" where DECISIONS 14 has the detail say deadline. Past the deadline it is the
+    deadline's, whichever woke first."""
+    monkeypatch.setattr(deadline.threading, "Timer", SilentTimer)
+    dripping.set(drip_s=DEADLINE_S * 3, drip_headers=True)
+
+    result, elapsed = timed(
+        lambda: capture_taxauth_txt(stores, deadline_settings, NOW, url=dripping.url)
+    )
+
+    assert_deadline_failure(result, elapsed)
+    evidence, kept = the_evidence(stores, result)
+    assert (evidence.http_status, kept, evidence.truncated) == (None, b"", True)
 
 
 def test_the_deadline_covers_redirects(
