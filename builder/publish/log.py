@@ -141,7 +141,35 @@ class LogWriter:
         for tile, content in files.items():
             self._write(tile.path, content)
         self._sign(head, edge.root(), registry_id)
+        if start == 0 and self.signer.replaced is not None:
+            self._keep_signed(self.signer.replaced, head, registry_id)
         return True
+
+    def _keep_signed(self, replaced: Path, size: int, registry_id: str | None) -> None:
+        """A rebuild writes the log afresh, at ``size`` alone. The checkpoints the key signed
+        in the tree it replaces stay, with their partial tiles (C2SP ``tlog-tiles``: served
+        until their tile is full), when the newest of them is this key's and the fresh tree
+        has its root: each older one was checked to extend into it when it was signed."""
+        origin = self.signer.origin or logkey.default_origin(registry_id)
+        key = logkey.verifier_key(self.signer.home, origin)
+        old = LogReader(replaced)
+        try:
+            newest = note.parse_checkpoint(note.open_note((old.root / CHECKPOINT).read_text(), key))
+        except (OSError, UnicodeDecodeError, note.NoteError):
+            return
+        if not 0 < newest.size <= size:
+            return
+        if newest.root != merkle.tree_hash(newest.size, self.reader.hash_reader(newest.size)):
+            return
+        names = os.listdir(old.root / CHECKPOINTS)
+        sizes = sorted(int(n) for n in names if n.isdigit() and n == str(int(n)))
+        sizes = [n for n in sizes if 0 < n <= newest.size]
+        kept = {tile for n in sizes for tile in tiles.unfinished(n, size)}
+        for tile in sorted(kept, key=lambda t: (t.level, t.index, t.width)):
+            self._write(tile.path, self.reader.read_tile(tile))
+        for n in sizes:
+            signed = (old.root / CHECKPOINTS / str(n)).read_bytes()
+            self._write(f"{CHECKPOINTS}/{n}", signed)
 
     def _check_reused(self, start: int, ours: Leaf) -> None:
         """The leaves taken from the tiles end in revision ``start``'s, which must still be the

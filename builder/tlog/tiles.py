@@ -102,6 +102,19 @@ def levels(size: int) -> int:
     return count
 
 
+def unfinished(size: int, grown: int) -> list[Tile]:
+    """The partial tiles (entry bundle first) of a tree of ``size`` that are still partial in
+    the tree it grew to, of ``grown`` leaves: C2SP ``tlog-tiles`` has a log serve the partial
+    tiles of every size it signed a checkpoint for until their full tile is available."""
+    found = []
+    for level in (-1, *range(levels(size))):
+        count = size >> (HEIGHT * max(level, 0))
+        index, width = divmod(count, WIDTH)
+        if width and (grown >> (HEIGHT * max(level, 0))) < (index + 1) * WIDTH:
+            found.append(Tile(level, index, width))
+    return found
+
+
 # -- entry bundles -----------------------------------------------------------------------------
 
 

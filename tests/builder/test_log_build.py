@@ -196,13 +196,25 @@ def test_a_home_whose_key_was_lost_does_not_sign_the_published_log_with_a_new_on
 
 
 def test_a_rebuild_gives_the_same_log_bytes(tmp_path: Path) -> None:
+    """A rebuild writes the log afresh, and keeps what the key signed before: every checkpoint
+    of the tree it replaces, and their partial tiles, which C2SP tlog-tiles has a log serve
+    until their tile is full (a static host of log/ answered 404 for them after a rebuild)."""
     env = env_for(tmp_path)
-    seed(env, tmp_path, CSVS)
-    assert fxev(env, "build").returncode == 0
+    for csv in CSVS:
+        seed(env, tmp_path, (csv,))
+        assert fxev(env, "build").returncode == 0
     before = log_files(tmp_path / "site_out")
+    assert {"log/checkpoints/1", "log/tile/0/000.p/1", "log/tile/entries/000.p/2"} <= set(before)
     assert fxev(env, "build", "--rebuild").returncode == 0
     assert log_files(tmp_path / "site_out") == before
     assert orjson.loads((tmp_path / "site_out" / layout.POINTER).read_bytes())["revision"] == 3
+    # A tree of another key's log is not this log's past: nothing of it is kept.
+    (tmp_path / "var" / "log.key").unlink()
+    (tmp_path / "var" / "log.signed").unlink()
+    assert fxev(env, "build", "--rebuild").returncode == 0
+    assert sorted(k for k in log_files(tmp_path / "site_out") if "checkpoints/" in k) == [
+        "log/checkpoints/3"
+    ]
 
 
 def test_a_row_changed_in_place_under_the_published_log_is_not_rendered(tmp_path: Path) -> None:

@@ -409,3 +409,17 @@ def test_a_bundle_with_an_entry_too_many_or_too_few_does_not_check():
             tiles.check_tile(tiles.Tile(-1, 1, 44), tiles.encode_bundle(entries), read)
     with pytest.raises(ValueError, match="bytes, not 8192"):
         tiles.check_tile(tiles.Tile(0, 0), files[tiles.Tile(0, 0)][:-32], read)
+
+
+def test_unfinished_names_the_partial_tiles_a_grown_log_still_serves():
+    """C2SP tlog-tiles' example size, 70,000: its partial tiles at every level, entries first;
+    once the log grows past a tile's end, that tile's partial versions are no longer needed."""
+    assert tiles.unfinished(70000, 70000) == [
+        tiles.Tile(-1, 273, 112),
+        tiles.Tile(0, 273, 112),
+        tiles.Tile(1, 1, 17),
+        tiles.Tile(2, 0, 1),
+    ]
+    assert tiles.unfinished(300, 600) == [tiles.Tile(1, 0, 1)]
+    assert tiles.unfinished(256, 300) == [tiles.Tile(1, 0, 1)]
+    assert tiles.unfinished(5, 5) == [tiles.Tile(-1, 0, 5), tiles.Tile(0, 0, 5)]
