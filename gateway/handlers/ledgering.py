@@ -112,7 +112,7 @@ def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -
         etag=response.headers.get("etag"),
         token_id=token.id,
         token_name=token.name,
-        method=request.method,
+        method=getattr(request.ctx, "method_sent", None) or request.method,
         path=request.path,
         query=request.query_string,
         status=response.status,

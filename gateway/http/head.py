@@ -229,3 +229,21 @@ def lower_chunked(field: re.Match[bytes]) -> bytes:
     if name.lower() == b"transfer-encoding" and value.strip(b" \t").lower() == b"chunked":
         return b"\r\nTransfer-Encoding: chunked"
     return field[0]
+
+
+CREDENTIAL_FIELD = re.compile(rb"(authorization|cookie):[ \t]*([^\0\r\n]*?)[ \t]*", re.IGNORECASE)
+
+
+def credentials_in(received: bytes | bytearray) -> list[tuple[str, str]]:
+    """The ``Authorization`` and ``Cookie`` field lines of a head refused before Sanic read it,
+    as Sanic reads them (the name lower-cased, the value trimmed): those of its whole lines, a
+    CRLF after each, before the blank line. The refusal of a request with a valid token is then
+    recorded in the ledger like any answer to one (docs/decisions.md#bad-requests)."""
+    end = received.find(b"\r\n\r\n")
+    lines = bytes(received[: end if end >= 0 else received.rfind(b"\r\n")]).split(b"\r\n")[1:]
+    found = []
+    for line in lines:
+        if (field := CREDENTIAL_FIELD.fullmatch(line)) is not None:
+            name, value = field[1].lower().decode(), field[2].decode(errors="surrogateescape")
+            found.append((name, value))
+    return found

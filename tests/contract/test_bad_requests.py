@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import select
 import socket
 import time
@@ -638,3 +639,41 @@ def test_the_gateway_still_answers_after_every_refusal(strict_gateway: Gateway) 
     answer = exchange(strict_gateway, request(strict_gateway, b"/v1/coverage"))
     assert answer.status == 200
     assert "Traceback" not in strict_gateway.log()
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        (b"GET /v1/coverage?x=\xc3\xa9 HTTP/1.1\r\nHost: 127.0.0.1", 400),
+        (b"GET /v1/observations/\xc3\xa9 HTTP/1.1\r\nHost: 127.0.0.1", 400),
+        (b"GET /v1/coverage HTTP/1.1", 400),
+        (b"GET /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc", 400),
+        (b"GET  /v1/coverage HTTP/1.1\r\nHost: 127.0.0.1", 400),
+        (b"GET /v1/cov\x01erage HTTP/1.1\r\nHost: 127.0.0.1", 400),
+    ],
+    ids=[
+        "a raw byte in the query",
+        "a raw byte in the path",
+        "no Host",
+        "a bad length",
+        "two spaces",
+        "a control byte",
+    ],
+)
+def test_a_head_refused_before_any_route_is_in_the_ledger_when_its_token_is_valid(
+    strict_gateway: Gateway, head: bytes, status: int
+) -> None:
+    """DECISIONS 5: "for every response to a request with a valid token (errors, 304 and 429
+    included) the gateway records" it. A head refused before Sanic made its request had no
+    headers to read a token from, so its 400 was in no ledger, while `GET *`'s was. The
+    credential the head presents, on a whole line, is read for the ledger; a bogus one is
+    not recorded, as on any route."""
+    auth = b"\r\nAuthorization: Bearer " + strict_gateway.token.encode()
+    answer = exchange(strict_gateway, head + auth + b"\r\n\r\n")
+    assert_error(answer, status, "INVALID_PARAMS")
+    (entry,) = ledger_entries(strict_gateway.env, answer.headers["x-request-id"])
+    assert entry["status"] == status and entry["method"] == "GET"
+    assert entry["sha256"] == hashlib.sha256(answer.body).hexdigest()
+    bogus = exchange(strict_gateway, head + b"\r\nAuthorization: Bearer fxev_nope\r\n\r\n")
+    assert bogus.status == status
+    assert ledger_entries(strict_gateway.env, bogus.headers["x-request-id"]) == []

@@ -781,8 +781,9 @@ def test_a_request_over_a_gateways_size_limits_gets_its_answer_through_the_edge(
     a body over 1 MB) is 400 `INVALID_PARAMS` with the message that names them. Through the
     edge it got nginx's HTML 413 page (a body), the edge's retryable 503 (a head at the limit,
     whose auth step went over it) or the "malformed" message (a line over nginx's buffers).
-    Now the gateway's answer, asked of its refusal route: counted and recorded nowhere, as
-    the gateway alone records nothing it could not read."""
+    Now the gateway's answer, asked of its refusal route: counted and recorded nowhere, since
+    no token was read (a gateway alone records its own refusal of a head that presented a valid
+    token)."""
     auth = b"Authorization: Bearer " + front.token("too-large").encode()
     as_of, latest = AS_OF.encode(), LATEST.encode()
     if case.startswith("a head at the limit"):
@@ -836,12 +837,14 @@ def test_an_absolute_target_with_a_fragment_is_refused_through_the_edge_too(
 def test_a_head_nginx_refuses_is_refused_by_a_gateway_alone_too(front: Front, head: bytes) -> None:
     """RFC 9112 has a server refuse these heads, and nginx does; a gateway alone answered them
     (docs/operating/edge.md#limits). Now both refuse: the edge with its own 400 in the API's
-    body, the gateway before any route, neither in the ledger."""
+    body, which reads no token, so no ledger holds it; the gateway before any route, recorded
+    since the head presented a valid token (DECISIONS 5: every response to a request with a
+    valid token)."""
     auth = b"\r\nAuthorization: Bearer " + front.token("heads").encode()
     data = head + auth + b"\r\nConnection: close\r\n\r\n"
     direct = exchange(front.gateway_url, data)
     assert (direct.status, direct.json()["code"]) == (400, "INVALID_PARAMS"), direct.body[:200]
-    assert direct.headers["x-request-id"] not in front.recorded()
+    assert direct.headers["x-request-id"] in front.recorded()
     assert_edges_own_refusal(front, exchange(front.edge_url, data), 400, "INVALID_PARAMS")
 
 
