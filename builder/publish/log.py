@@ -161,14 +161,20 @@ class LogWriter:
             return
         if newest.root != merkle.tree_hash(newest.size, self.reader.hash_reader(newest.size)):
             return
-        names = os.listdir(old.root / CHECKPOINTS)
+        try:
+            names = os.listdir(old.root / CHECKPOINTS)
+        except OSError:
+            return
         sizes = sorted(int(n) for n in names if n.isdigit() and n == str(int(n)))
         sizes = [n for n in sizes if 0 < n <= newest.size]
         kept = {tile for n in sizes for tile in tiles.unfinished(n, size)}
         for tile in sorted(kept, key=lambda t: (t.level, t.index, t.width)):
             self._write(tile.path, self.reader.read_tile(tile))
         for n in sizes:
-            signed = (old.root / CHECKPOINTS / str(n)).read_bytes()
+            try:
+                signed = (old.root / CHECKPOINTS / str(n)).read_bytes()
+            except OSError:  # unreadable: that checkpoint is not kept
+                continue
             self._write(f"{CHECKPOINTS}/{n}", signed)
 
     def _check_reused(self, start: int, ours: Leaf) -> None:
