@@ -74,13 +74,13 @@ class FetchFailure(Exception):
         message: str,
         exchange: HttpExchange | None = None,
         *,
-        cut: bool = False,
+        truncated: bool = False,
     ):
         super().__init__(message)
         self.alert_type = alert_type
         self.message = message
         self.exchange = exchange
-        self.truncated = exchange.truncated if exchange is not None else cut
+        self.truncated = exchange.truncated if exchange is not None else truncated
 
 
 def fetch(
@@ -143,7 +143,9 @@ def _exchange(
     except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
         # A redirect's body read after the watchdog fired can raise urllib3's own errors.
         if deadline.finish():
-            raise FetchFailure(FUENTE_NO_DISPONIBLE, deadline.message(None), cut=True) from exc
+            raise FetchFailure(
+                FUENTE_NO_DISPONIBLE, deadline.message(None), truncated=True
+            ) from exc
         if isinstance(exc, requests.exceptions.ProxyError):
             raise FetchFailure(TUNEL_CAIDO, f"proxy {proxy} unreachable: {exc}") from exc
         if isinstance(exc, requests.exceptions.Timeout):

@@ -140,18 +140,16 @@ class LogWriter:
         edge, files = tiles.append(edge, data, hashes)
         for tile, content in files.items():
             self._write(tile.path, content)
-        self._sign(head, edge.root(), registry_id)
+        key = self._sign(head, edge.root(), registry_id)
         if start == 0 and self.signer.replaced is not None:
-            self._keep_signed(self.signer.replaced, head, registry_id)
+            self._keep_signed(self.signer.replaced, head, key)
         return True
 
-    def _keep_signed(self, replaced: Path, size: int, registry_id: str | None) -> None:
+    def _keep_signed(self, replaced: Path, size: int, key: note.VerifierKey) -> None:
         """A rebuild writes the log afresh, at ``size`` alone. The checkpoints the key signed
         in the tree it replaces stay, with their partial tiles (C2SP ``tlog-tiles``: served
         until their tile is full), when the newest of them is this key's and the fresh tree
         has its root: each older one was checked to extend into it when it was signed."""
-        origin = self.signer.origin or logkey.default_origin(registry_id)
-        key = logkey.verifier_key(self.signer.home, origin)
         old = LogReader(replaced)
         try:
             newest = note.parse_checkpoint(note.open_note((old.root / CHECKPOINT).read_text(), key))
@@ -197,7 +195,8 @@ class LogWriter:
                 pass
         return 0, tiles.Edge.empty()
 
-    def _sign(self, size: int, root: bytes, registry_id: str | None) -> None:
+    def _sign(self, size: int, root: bytes, registry_id: str | None) -> note.VerifierKey:
+        """Sign the checkpoint of ``size`` once the tree extends what the key signed; the key."""
         origin = self.signer.origin or logkey.default_origin(registry_id)
         private = logkey.load_or_create(self.signer.home)
         key = logkey.verifier_key(self.signer.home, origin)
@@ -219,6 +218,7 @@ class LogWriter:
         self._write(f"{CHECKPOINTS}/{size}", signed.encode(), replace=True)
         if self.reader.key() != key.text + "\n":  # once per tree: it never changes after
             self._write(KEY, (key.text + "\n").encode(), replace=True)
+        return key
 
     def _published_under(self, key: note.VerifierKey) -> str | None:
         """Without ``log.signed`` (lost, or moved away), the newest checkpoint published in this
