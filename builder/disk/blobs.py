@@ -13,6 +13,12 @@ from pathlib import Path
 from builder.disk.durable import replace_durably
 
 
+def address(sha256: str) -> str:
+    """Where the bytes hashing to ``sha256`` sit under a store's root: ``sha256/<ab>/<hex>``.
+    The evidence store and the tree's ``objects/`` (``builder.tree.layout``) both use it."""
+    return f"sha256/{sha256[:2]}/{sha256}"
+
+
 class BlobStore:
     def __init__(self, root: Path, *, fsync: bool = True, staging: Path | None = None) -> None:
         self.root = root
@@ -20,7 +26,7 @@ class BlobStore:
         self.staging = staging  # where temporary files go before their rename (None: beside)
 
     def path(self, sha256: str) -> Path:
-        return self.root / "sha256" / sha256[:2] / sha256
+        return self.root / address(sha256)
 
     def put(self, data: bytes) -> str:
         """Store ``data`` durably; return its bare hex SHA-256. A stored copy that holds other

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from builder.disk import blobs
+
 POINTER = "PUBLISHED"
 REVISIONS = "revisions"
 OBJECTS = "objects"
-OBJECT_HASH = "sha256"  # objects/sha256/<ab>/<hex>, as ``builder.disk.blobs`` stores them
 EVIDENCE = "evidence"
 OBSERVATIONS = "observations"
 INVALIDATIONS = "invalidations"
@@ -48,7 +49,7 @@ STAGING = "staging"
 
 
 def object_path(sha256: str) -> str:
-    return f"{OBJECTS}/{OBJECT_HASH}/{sha256[:2]}/{sha256}"
+    return f"{OBJECTS}/{blobs.address(sha256)}"
 
 
 def evidence_path(evidence_id: str) -> str:
