@@ -101,10 +101,20 @@ def _proxy(environ: Mapping[str, str]) -> str | None:
 
 
 def _redis_url(environ: Mapping[str, str]) -> str | None:
+    """A URL redis-py can connect to; one it would refuse later (a port that is no number, a
+    broken IPv6 address, a bad query option) is refused here, before any store is touched."""
     raw = environ.get("FXEV_REDIS_URL", "").strip()
-    if raw and urlsplit(raw).scheme not in ("redis", "rediss", "unix"):
+    if not raw:
+        return None
+    if not raw.lower().startswith(("redis://", "rediss://", "unix://")):
         raise SettingsError(f"FXEV_REDIS_URL must be a redis://, rediss:// or unix:// URL: {raw!r}")
-    return raw or None
+    from redis.connection import parse_url  # only when set: an embedded host never loads redis
+
+    try:
+        parse_url(raw)
+    except ValueError as error:
+        raise SettingsError(f"FXEV_REDIS_URL cannot be used: {error}") from None
+    return raw
 
 
 def _folder(environ: Mapping[str, str], name: str) -> Path:

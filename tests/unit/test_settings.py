@@ -48,6 +48,11 @@ def test_now_accepts_a_z_suffix():
         ("FXEV_MAX_BODY_BYTES", "1_000", "integer"),
         ("FXEV_RATE_LIMIT_PER_DAY", "\u0665\u0660", "integer"),
         ("FXEV_REDIS_URL", "nonsense", "redis://"),
+        # redis-py refused these only when a command or a worker first connected: a traceback.
+        ("FXEV_REDIS_URL", "redis://127.0.0.1:notaport/0", "Port could not be cast"),
+        ("FXEV_REDIS_URL", "redis://127.0.0.1:99999/0", "Port out of range"),
+        ("FXEV_REDIS_URL", "redis://[::1/0", "cannot be used"),
+        ("FXEV_REDIS_URL", "redis://127.0.0.1:6379/0?socket_timeout=abc", "socket_timeout"),
         ("FXEV_S3_ENDPOINT", "notaurl", "not an http"),
         ("FXEV_TAXAUTH_URL", "www.sunat.gob.pe/a/txt/tipoCambio.txt", "not an http"),
         ("FXEV_TAXAUTH_URL", "file:///tmp/tipoCambio.txt", "not an http"),
