@@ -139,9 +139,11 @@ async def admitted_at_mark(
     interval_s = request.app.ctx.settings.mirror_interval_s
     deadline = time.monotonic() + min(interval_s + CATCH_UP_MARGIN_S, CATCH_UP_MAX_S)
     while True:
-        # The revision this worker last looked at (no stat): one older than the pointer's only
-        # costs a look below, and a round trip when the mark is above it.
-        revision = revision_of(view.seen())
+        # The request's look at the pointer (DECISIONS 4), taken before the round trip so that
+        # the revision admitted is the one answered at: one round trip, not a second to raise
+        # the mark after a publish (DECISIONS 10). The handler reuses it (reading.published).
+        request.ctx.published = looked = view.current()
+        revision = revision_of(looked)
         try:
             record, decision = await gate.admit_async(token, now_us(), revision)
             break
@@ -151,14 +153,16 @@ async def admitted_at_mark(
                 raise NotReady(
                     f"This gateway has not mirrored revision {behind.mark} yet."
                 ) from behind
-    # The handler answers at the revision published now: one look, which it reuses (reading.
-    # published). If the pointer moved past the revision admitted, the mark says so first.
-    while True:
-        request.ctx.published = current = view.current()
-        if record is None or not decision.allowed or revision_of(current) <= revision:
-            return record, decision
-        revision = revision_of(current)
-        await gate.mark_async(token, now_us(), revision)
+    if record is None or not decision.allowed:
+        return record, decision
+    # Another request of this worker found the pointer moved during the round trip: the view now
+    # holds the newer revision, which the handler answers at, so the mark says it first.
+    while looked is not None and not view.holds(looked):
+        request.ctx.published = looked = view.current()
+        if revision_of(looked) > revision:
+            revision = revision_of(looked)
+            await gate.mark_async(token, now_us(), revision)
+    return record, decision
 
 
 def revision_of(published: Published | None) -> int:

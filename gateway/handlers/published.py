@@ -67,11 +67,6 @@ class PublishedView:
             self._memo_held = 0
         return self._current
 
-    def seen(self) -> Published | None:
-        """The published revision as this worker last looked at it (no stat; the first time, a
-        look): never newer than :meth:`current`, at most as old as the worker's last request."""
-        return self._current if self._current is not None else self.current()
-
     def holds(self, looked: Published | None) -> bool:
         """Whether ``looked`` is still what this view holds (and its memo is that revision's):
         no look since has found the pointer moved."""

@@ -925,6 +925,45 @@ def test_one_redis_round_trip_per_request(fleet: Any) -> None:
     assert len(commands) <= 8, commands
 
 
+def test_the_first_request_after_a_publish_is_one_round_trip_too(fleet: Any) -> None:
+    """The same rule right after a publish. Each worker sent the revision it had last seen, with
+    no look at the pointer, then looked, and raised the token's mark to the newer revision it
+    answered at: a second round trip for the first request of every worker after its mirror
+    moved. The look now comes first, and the revision admitted is the one answered at."""
+    _, warming = issue(fleet, "r2-publish-warming")
+    _, token = issue(fleet, "r2-publish-trips")
+    for gateway in fleet.gateways:  # every worker has seen the head
+        for _ in range(5):
+            call(gateway.url, COVERAGE, warming, Connection="close")
+    env = fleet.operator_env
+    head = TreeReader(Path(env["FXEV_SITE"])).published_revision()
+    fleet.fxev(
+        env,
+        "annotate",
+        "--fecha",
+        "2026-09-18",
+        "--texto",
+        "round trips",
+        "--actor",
+        "test",
+        "--justification",
+        "a revision to publish",
+    )
+    fleet.fxev(env, "build")
+    published = fleet.fxev(env, "publish").last  # returns once the live mirrors have it
+    assert published["published_revision"] == head + 1, published
+    port = urlparse(fleet.env["FXEV_REDIS_URL"]).port
+
+    def requests_made() -> None:
+        for n in range(8):
+            resp = call(fleet.gateways[n % 2].url, LATEST, token, Connection="close")
+            assert resp.status_code == 200, resp.text
+            assert resp.json()["dataset_revision"] == head + 1
+
+    commands = client_commands(monitored(port, requests_made))
+    assert len(commands) <= 8, commands
+
+
 def client_commands(seen: bytes) -> list[str]:
     """The commands clients sent, from MONITOR's output (those a script runs are marked `lua`),
     but the mirrors' own (each says its site's revision after every poll: no request's)."""

@@ -1,8 +1,9 @@
 """Fleet mode's admission at the token's revision mark
 (:func:`gateway.handlers.access.admitted_at_mark`, docs/operating/fleet.md#monotonic), on an event
-loop over stand-ins for Redis's gate and the published view: a gateway behind the mark waits for its
-mirror, then admits; not there in time, a 503 that names the token for the ledger; a pointer that
-moved during the round trip raises the mark before the handler answers at the newer revision."""
+loop over stand-ins for Redis's gate and the published view: the pointer looked at before the round
+trip, so a request is one round trip; a gateway behind the mark waits for its mirror, then admits;
+not there in time, a 503 that names the token for the ledger; a pointer another request found moved
+during the round trip raises the mark before the handler answers at the newer revision."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ RECORD = TokenRecord("t1", "mark", datetime(2026, 1, 1, tzinfo=UTC), None, None)
 
 class View:
     """The published revision, read on every ``current()`` from ``revisions`` (the last stays);
-    ``seen()`` is the last one read, as the worker holds it."""
+    it holds the last one read, as the worker does."""
 
     def __init__(self, *revisions: int) -> None:
         self.revisions = list(revisions)
@@ -37,8 +38,8 @@ class View:
         self.last = types.SimpleNamespace(revision=revision)
         return self.last
 
-    def seen(self) -> Any:
-        return self.last if self.last is not None else self.current()
+    def holds(self, looked: Any) -> bool:
+        return looked is not None and looked is self.last
 
     async def reached(self, revision: int, within_s: float) -> bool:
         loop = asyncio.get_running_loop()
@@ -53,9 +54,10 @@ class View:
 class Gate:
     """Redis's side: the token's mark, raised by a request counted or by ``mark_async``."""
 
-    def __init__(self, mark: int, decision: Decision = ALLOWED) -> None:
+    def __init__(self, mark: int, decision: Decision = ALLOWED, meanwhile: Any = None) -> None:
         self.mark = mark
         self.decision = decision
+        self.meanwhile = meanwhile  # what the worker does during the round trip
         self.admitted: list[int | None] = []
         self.marked: list[int] = []
 
@@ -63,6 +65,8 @@ class Gate:
         self, text: str, now_us: int, revision: int | None = None
     ) -> tuple[TokenRecord | None, Decision]:
         await asyncio.sleep(0)
+        if self.meanwhile is not None:
+            self.meanwhile()
         self.admitted.append(revision)
         assert revision is not None
         if revision < self.mark:
@@ -118,22 +122,26 @@ def test_a_mirror_not_there_in_time_is_a_503_that_names_the_token() -> None:
 
 
 def test_a_pointer_moved_during_the_round_trip_raises_the_mark_before_the_answer() -> None:
-    """Admitted at 5 while the mirror moved to 6: the handler, next, answers at 6, so the mark
-    must say 6 first, or a gateway still at 5 would answer this client's next request."""
-    gate = Gate(mark=5)
-    _, admitted = admit(View(5, 6), gate)
+    """Admitted at 5 while another request of the worker found the pointer at 6: the handler,
+    next, answers at 6, so the mark must say 6 first, or a gateway still at 5 would answer this
+    client's next request."""
+    view = View(5, 6)
+    gate = Gate(mark=5, meanwhile=view.current)
+    asked, admitted = admit(view, gate)
     assert admitted == (RECORD, ALLOWED)
     assert (gate.admitted, gate.marked, gate.mark) == ([5], [6], 6)
+    assert asked.ctx.published.revision == 6
 
 
-def test_the_revision_last_seen_is_admitted_and_the_pointer_looked_at_once_after() -> None:
-    """The worker last looked at 5 (no stat before the round trip); the pointer says 6 now: the
-    mark is raised to 6, and the handler is given that look to answer at."""
+def test_the_pointer_is_looked_at_before_the_round_trip_so_a_publish_costs_none_more() -> None:
+    """The worker last looked at 5 and the pointer says 6 now (the first request after a
+    publish): it is admitted at 6 in one round trip (DECISIONS 10: at most one per request), and
+    the handler answers at that look."""
     gate = Gate(mark=5)
     view = View(6)
     view.last = types.SimpleNamespace(revision=5)
     asked, _ = admit(view, gate)
-    assert (gate.admitted, gate.marked) == ([5], [6])
+    assert (gate.admitted, gate.marked, gate.mark) == ([6], [], 6)
     assert asked.ctx.published.revision == 6
 
 
