@@ -24,6 +24,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
+from builder.core.canonical import utc_timestamp
 from builder.core.vocabulary import (
     DISCO,
     NO_SINCRONIZADO,
@@ -96,8 +97,11 @@ def check_clock(
     headers: Sequence[Sequence[str]],
     clock: datetime,
     tolerance_s: float,
+    now: datetime,
 ) -> Alert | None:
-    """Raise ``reloj_fuera_de_tolerancia`` when ``clock`` (the real one) is off the source's."""
+    """Raise ``reloj_fuera_de_tolerancia`` when ``clock`` (the real one) is off the source's;
+    the alert's instant is ``now``, the capture's (``FXEV_NOW`` when set), as every alert a
+    capture raises has it, and ``date_fuente`` is UTC with ``Z`` like every timestamp served."""
     source_date = date_header(headers)
     if source_date is None:
         return None
@@ -106,12 +110,12 @@ def check_clock(
         return None
     return alerts.raise_alert(
         RELOJ_FUERA_DE_TOLERANCIA,
-        clock,
+        now,
         fuente=fuente,
         detalle={
             "desfase_s": round(offset, 3),
             "tolerancia_s": tolerance_s,
-            "date_fuente": source_date.isoformat(),
+            "date_fuente": utc_timestamp(source_date),
         },
     )
 

@@ -9,7 +9,7 @@ import socket
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 from builder.capture.centralbank import capture_centralbank
 from builder.capture.run import Stores
 from builder.capture.taxauth import capture_taxauth_txt
+from builder.core.canonical import utc_timestamp
 from builder.core.settings import Settings
 from builder.ops import health
 from builder.ops.health import (
@@ -168,13 +169,19 @@ def test_enough_disk_raises_nothing(stores: Stores, settings: Settings, tmp_path
 def test_a_clock_off_the_sources_date_raises_reloj(
     stores: Stores, settings: Settings, offset: timedelta
 ) -> None:
+    sent = http_date(offset)
     with LocalServer(LINE, headers={"Content-Type": "text/plain"}) as source:
-        source.set(headers={"Content-Type": "text/plain", "Date": http_date(offset)})
+        source.set(headers={"Content-Type": "text/plain", "Date": sent})
         result = capture_taxauth_txt(stores, settings, NOW, url=source.url)
     assert result.outcome == "nueva"
     (alert,) = [a for a in result.alertas if a.tipo == "reloj_fuera_de_tolerancia"]
     assert alert.fuente == "taxauth_txt"
     assert abs(abs(alert.detalle["desfase_s"]) - abs(offset.total_seconds())) < 5
+    # Like every timestamp served (DECISIONS 9): UTC ending in Z, not "+00:00".
+    assert alert.detalle["date_fuente"] == utc_timestamp(parsedate_to_datetime(sent))
+    assert alert.detalle["date_fuente"].endswith("Z")
+    # The alert's instant is the capture's (FXEV_NOW in tests), as for every capture's alert.
+    assert alert.primera_vez == alert.ultima_vez == utc_timestamp(NOW)
 
 
 def test_a_clock_within_tolerance_raises_nothing(stores: Stores, settings: Settings) -> None:
