@@ -21,11 +21,12 @@ Missing dates: a business day of the range (``builder.core.business_days``) that
 gives a value for nor declares ``n.d.`` (in this answer or an earlier run) is missing, unless it
 may still be unpublished: a date after the last one with a value and on or after the newest
 date the series should already carry (today for ``publicado``; for ``cierre`` the business day
-before the last one, published on the next). The data is recorded anyway, with the missing
-dates in the execution's ``detalle`` (``faltantes``), from which one ``backfill_incompleto``
-alert per source (de-duplicated; its ``fechas`` keep every date listed since it opened) follows
-(``builder.capture.alerting``); an operator resolves it with ``fxev alerts resolve``. No value is
-ever derived for a missing date.
+before the last one, published on the next), or a date the answer marks ``n.d.`` with no value
+after it, which is pending however late (DECISIONS 11: no manifest entry, no cotejo, no
+alert). The data is recorded anyway, with the missing dates in the execution's ``detalle``
+(``faltantes``), from which one ``backfill_incompleto`` alert per source (de-duplicated; its
+``fechas`` keep every date listed since it opened) follows (``builder.capture.alerting``); an
+operator resolves it with ``fxev alerts resolve``. No value is ever derived for a missing date.
 
 An answer with nothing in it is a failure, never "no data": ``[]`` from the tax authority, an
 answer listing no date, or one giving no value for any date of a range that should have some
@@ -163,9 +164,11 @@ def backfill_centralbank(
     if read.answer is None or read.exchange is None:
         return read.record_failure(stores, run)
     declared = [day.fecha_serie for day in read.answer.declared_nd]
+    pending = [day.fecha_serie for day in read.answer.pending]
     return record_history(
-        stores, settings, run, read.exchange, read.answer.rates, declared, start, end, {}
-    )
+        stores, settings, run, read.exchange, read.answer.rates, declared, start, end, {},
+        pending=pending,
+    )  # fmt: skip
 
 
 def backfill_taxauth(
@@ -218,26 +221,32 @@ def record_history(
     start: date,
     end: date,
     detail: Mapping[str, Any],
+    *,
+    pending: Collection[date] = (),
 ) -> CaptureResult:
-    """Record one answer's dates as one revision and alert on the dates it left missing."""
+    """Record one answer's dates as one revision and alert on the dates it left missing. A date
+    the answer marks ``n.d.`` with no value after it (``pending``) is pending however late it
+    is, never missing (DECISIONS 11: no manifest entry, no cotejo, no alert); only an answer
+    with no value at all is a failure."""
     serie = run.spec.serie
     valued = {rate.fecha_serie for rate in rates}
-    missing = [
+    due = [
         day
         for day in missing_dates(serie, start, end, valued, set(declared), run.today_lima)
         if not stores.registry.is_declared_no_data(serie, day.isoformat())
     ]
     if not rates:
-        if missing:
+        if due:
             message = (
                 f"the answer gives no value for any date from {start} to {end}, though "
-                f"{len(missing)} business days of it are due"
+                f"{len(due)} business days of it are due"
             )
             return record_failure(
                 stores, run, FUENTE_NO_DISPONIBLE, message, answer, answer.identidad_consulta,
                 requested_dates(start, end),
             )  # fmt: skip
         return CaptureResult(None, "sin_cambios", None, (), ())
+    missing = [day for day in due if day not in pending]
     span = {"desde": start.isoformat(), "hasta": end.isoformat()}
     detail = {**detail, **span, "faltantes": [day.isoformat() for day in missing]}
     # The execution's ``faltantes`` raise ``backfill_incompleto`` (builder.capture.alerting).

@@ -181,11 +181,24 @@ def test_the_recorded_answer_is_one_backfill_revision_with_nothing_missing(
     }  # fmt: skip
 
 
-def test_a_trailing_n_d_long_past_its_publication_is_missing_not_pending(
+def test_a_trailing_n_d_stays_pending_however_late(backfill_cb: BackfillCb, stores: Stores) -> None:
+    """DECISIONS 11: n.d. with no later value in the same response is pending: "no manifest
+    entry, no cotejo, no alert". A week later the close of 08 Sep is long due, and the same
+    answer still declares nothing and leaves nothing missing."""
+    result = backfill_cb(SEP_1, SEP_8, RECORDED.body, lima(date(2026, 9, 15)))
+    assert result.outcome == "nueva"
+    assert len(result.observaciones) == 5  # the data is recorded
+    assert result.alertas == ()
+    assert manifest(stores) == []  # n.d. with nothing after it is never a declaration
+    assert execution_detail(stores, 1)["faltantes"] == []
+
+
+def test_a_trailing_date_left_out_long_past_its_publication_is_missing(
     backfill_cb: BackfillCb, stores: Stores
 ) -> None:
-    # A week later the close of 08 Sep is long due; the same answer now leaves it missing.
-    result = backfill_cb(SEP_1, SEP_8, RECORDED.body, lima(date(2026, 9, 15)))
+    """A date the answer does not list at all is no declaration either: once due, missing."""
+    body = bcrp_body(RECORDED_ROWS[:-1])  # 08 Sep left out, not n.d.
+    result = backfill_cb(SEP_1, SEP_8, body, lima(date(2026, 9, 15)))
     assert result.outcome == "nueva"
     assert len(result.observaciones) == 5  # the data is still recorded
     (alert,) = result.alertas
@@ -194,12 +207,13 @@ def test_a_trailing_n_d_long_past_its_publication_is_missing_not_pending(
     assert alert.detalle["fechas"] == ["2026-09-08"]
     assert alert.detalle["revision"] == result.revision
     assert result.to_json()["alerta"]["id"] == alert.id
-    assert manifest(stores) == []  # n.d. with nothing after it is never a declaration
+    assert manifest(stores) == []
     assert execution_detail(stores, 1)["faltantes"] == ["2026-09-08"]
 
 
 JUL_1, AUG_31 = date(2026, 7, 1), date(2026, 8, 31)
 SILENT = date(2026, 8, 13)  # a Thursday the answer leaves out without a word
+
 # Declared n.d. (later dates have values): the one-off 27 July and the two July holidays.
 DECLARED = (date(2026, 7, 27), date(2026, 7, 28), date(2026, 7, 29))
 
