@@ -13,6 +13,7 @@ on its input changes nothing and creates no home. A usage error is one line too
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -47,7 +48,7 @@ from builder.core.business_days import today_in_lima
 from builder.core.errors import NotFound, UsageError, reported
 from builder.core.settings import Settings, load_settings
 from builder.core.vocabulary import CAPTURED_SOURCES, CENTRALBANK, TAXAUTH_TXT
-from builder.publish.build import Builder
+from builder.publish.build import Builder, check_site_owner
 from builder.publish.logcli import add_log_commands, log_signer
 from builder.publish.warc import export_warc
 from builder.publish.writer import TreeWriter
@@ -120,9 +121,11 @@ def cmd_series_publish(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
     """Capture every enabled source, then build; a site of another registry refused first."""
+    site, registry = TreeWriter(settings.site), settings.home / REGISTRY_FILE
+    if not registry.exists():  # refused before the stores open: a refusal makes no home
+        check_site_owner(site, None, registry)
     with open_stores(settings) as stores:
-        site, signer = TreeWriter(settings.site), log_signer(settings)
-        builder = Builder(stores.registry, stores.blobs, site, signer)
+        builder = Builder(stores.registry, stores.blobs, site, log_signer(settings))
         builder.check_owner()
         captures = {
             source: CAPTURES[source](stores, settings, clock.now(settings), None).to_json()
@@ -197,8 +200,7 @@ def cmd_registry_verify(args: argparse.Namespace, settings: Settings) -> int:
     print(f"evidence blobs: {'FAIL' if blobs_bad else 'ok'}")
     for finding in blobs_bad:
         print(f"  {finding}")
-    revisions = head.revision if head else 0
-    print(f"revision chain (1..{revisions}): {'FAIL' if chain_bad else 'ok'}")
+    print(f"revision chain (1..{head.revision if head else 0}): {'FAIL' if chain_bad else 'ok'}")
     for finding in chain_bad:
         print(f"  {finding}")
     emit({"ok": not findings, "findings": findings})
@@ -226,10 +228,8 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_mirror(args: argparse.Namespace, settings: Settings) -> int:
     """Pull the store into FXEV_SITE; with --follow, keep polling until interrupted."""
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         run_mirror(settings, args.follow, emit)
-    except KeyboardInterrupt:
-        return 0
     return 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from builder.core.errors import Conflict, IntegrityError
@@ -66,6 +67,20 @@ class BuildResult:
         }
 
 
+def check_site_owner(tree: TreeWriter, registry_id: str | None, registry_path: Path) -> None:
+    """Refuse a site whose tree was rendered from another registry than ``registry_id`` (None:
+    one with no revision yet, or none at ``registry_path``: a command checks that before it
+    opens the stores, so that its refusal makes no home, DECISIONS 3)."""
+    held, owner = tree.owner()
+    if held and owner != registry_id:
+        theirs = owner or "none (built before registry ids)"
+        ours = registry_id or "none yet (no revision)"
+        raise Conflict(
+            f"{tree.site} holds a tree of registry {theirs}, not of this registry {ours}"
+            f" ({registry_path}); fxev build --rebuild renders a fresh tree in its place"
+        )
+
+
 class Builder:
     def __init__(
         self,
@@ -94,14 +109,7 @@ class Builder:
     def check_owner(self) -> None:
         """Refuse a site whose tree was rendered from another registry than this one."""
         self.registry_id = self.registry.registry_id()
-        held, owner = self.tree.owner()
-        if held and owner != self.registry_id:
-            theirs = owner or "none (built before registry ids)"
-            ours = self.registry_id or "none yet (no revision)"
-            raise Conflict(
-                f"{self.tree.site} holds a tree of registry {theirs}, not of this registry {ours}"
-                f" ({self.registry.path}); fxev build --rebuild renders a fresh tree in its place"
-            )
+        check_site_owner(self.tree, self.registry_id, self.registry.path)
 
     def _rebuild_locked(self) -> BuildResult:
         """A fresh tree of this registry beside the site, then the two folders exchanged."""

@@ -94,3 +94,13 @@ def test_a_tick_on_a_site_of_another_registry_captures_nothing(tmp_path: Path) -
         assert refused.stdout == ""
         assert registry.read_bytes() == before
         assert text.requests == 2  # the refused tick asked no source
+
+        # A home not made yet (a mistyped FXEV_HOME) owns no tree: refused before its stores
+        # are made, so a later command does not find an empty registry there.
+        mistyped = theirs | {"FXEV_HOME": str(tmp_path / "c"), "FXEV_SITE": ours["FXEV_SITE"]}
+        refused = run_tick(mistyped)
+        assert refused.returncode == 1, refused
+        assert len(refused.stderr.splitlines()) == 1 and "not of this registry" in refused.stderr
+        assert "none yet" in refused.stderr
+        assert not (tmp_path / "c").exists()
+        assert text.requests == 2
