@@ -211,7 +211,7 @@ class OperationalChecks:
                 # the machine's real clock when the headers arrived, never FXEV_NOW
                 exchange.received_at or datetime.now(UTC),
                 self.settings.clock_tolerance_s,
-                self.run.now,
+                now=self.run.now,
             )
         )
 

@@ -97,6 +97,7 @@ def check_clock(
     headers: Sequence[Sequence[str]],
     clock: datetime,
     tolerance_s: float,
+    *,
     now: datetime,
 ) -> Alert | None:
     """Raise ``reloj_fuera_de_tolerancia`` when ``clock`` (the real one) is off the source's;

@@ -376,7 +376,7 @@ def health_details() -> dict[str, dict[str, Any]]:
     alerts = Alerts()
     check_disk(alerts, Path("/srv/fxev"), 10**9, NOW, measure=lambda _: 12345)  # type: ignore[arg-type]
     late = [("Date", "Mon, 21 Sep 2026 19:58:59 GMT")]
-    check_clock(alerts, "taxauth_txt", late, NOW, 30, NOW)  # type: ignore[arg-type]
+    check_clock(alerts, "taxauth_txt", late, NOW, 30, now=NOW)  # type: ignore[arg-type]
     return alerts.raised
 
 
