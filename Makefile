@@ -8,15 +8,25 @@ PORT   ?= 8000
 FLEET_PORTS ?= 8001,8002
 EDGE_PORT ?= 8080
 
-.PHONY: install run fleet test lint fmt bench bench-gateway bench-edge bench-fleet clean
+.PHONY: install lock run fleet test lint fmt bench bench-gateway bench-edge bench-fleet clean
 
-$(STAMP): pyproject.toml
+# Every package at the version constraints.txt pins: a later release changes nothing until
+# `make lock` moves the pins (docs/getting-started.md#versions).
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The newest releases pyproject.toml allows, installed into .venv and pinned in constraints.txt;
+# run `make test` before committing the new pins.
+lock: $(STAMP)
+	$(PY) -m pip install -q --upgrade --upgrade-strategy eager -e '.[test]'
+	{ grep '^#' constraints.txt; $(PY) -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	touch $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m builder.demo --serve --port $(PORT)
