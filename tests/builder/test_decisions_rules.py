@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -246,7 +248,9 @@ def test_a_usage_error_is_one_line_on_stderr(tmp_path: Path, args: tuple[str, ..
 
 def test_token_issue_prints_id_and_name_then_the_token(fxev: Fxev) -> None:
     """`token issue` prints `{"id": ..., "name": ...}`, then the token alone on the last line."""
-    issued = fxev("token", "issue", "acme", "--expires", "2027-01-01")
+    # A date still to come in Lima whenever the suite runs: the command refuses one already over.
+    expires = datetime.now(ZoneInfo("America/Lima")).date() + timedelta(days=365)
+    issued = fxev("token", "issue", "acme", "--expires", expires.isoformat())
     assert issued.code == 0, issued
     first, token = issued.stdout.splitlines()
     assert set(json.loads(first)) == {"id", "name"}
