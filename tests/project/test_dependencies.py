@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -33,12 +34,14 @@ def pins() -> dict[str, Version]:
     return pinned
 
 
+def project() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
 def requirements() -> list[Requirement]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    listed = project["dependencies"] + [
-        requirement for group in project["optional-dependencies"].values() for requirement in group
-    ]
-    return [Requirement(text) for text in listed]
+    table = project()
+    groups = [table["dependencies"], *table["optional-dependencies"].values()]
+    return [Requirement(text) for group in groups for text in group]
 
 
 def test_every_requirement_is_pinned_at_a_version_it_allows() -> None:
@@ -66,5 +69,4 @@ def test_the_environment_under_test_is_the_one_pinned() -> None:
 
 def test_the_project_itself_is_not_pinned() -> None:
     # pip refuses a constraint on the editable project being installed.
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
-    assert canonicalize_name(project) not in pins()
+    assert canonicalize_name(project()["name"]) not in pins()
