@@ -28,6 +28,7 @@ import pytest
 import requests
 
 from tests.support.cli import FXEV, Ran, clean_env, run
+from tests.support.clock import clear_of_lima_midnight
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = "2026-09-20T13:05:00-05:00"  # a Sunday in Lima
@@ -487,6 +488,7 @@ def test_fxev_now_moves_neither_the_day_limit_nor_the_ledger_time_nor_token_expi
     (a different day only by FXEV_NOW)."""
     tomorrow = (datetime.now(UTC).date() + timedelta(days=2)).isoformat()
     _, token = issue(work, env, "acme", "--expires", tomorrow)
+    clear_of_lima_midnight(120)  # both gateways' runs in one day in Lima
     limited = env | {"FXEV_RATE_LIMIT_PER_DAY": "3", "FXEV_NOW": "2031-01-01T12:00:00-05:00"}
     gateway = Gateway(work, limited, workers=1)
     try:

@@ -25,6 +25,7 @@ import pytest
 from tests.builder.localserver import LocalServer
 from tests.contract.conftest import Gateway, _running
 from tests.realdata import bcrp_recording, sunat_history
+from tests.support.clock import clear_of_lima_midnight
 
 FXEV = Path(sys.executable).with_name("fxev")
 ROOT = Path(__file__).resolve().parents[2]
@@ -618,6 +619,7 @@ def test_a_token_expiring_today_in_lima_works_until_lima_midnight(tmp_path: Path
     expiry always use[s] the real clock, never `FXEV_NOW`". Between 00:00 and 05:00 UTC, Lima's
     today is UTC's yesterday: a UTC reading would refuse this token."""
     home = Home(tmp_path / "k", TXT_NOW)
+    clear_of_lima_midnight(30)  # issued and judged on the same day in Lima
     lima_today = datetime.now(LIMA).date()
     issued = home.run("token", "issue", "lima", "--expires", lima_today.isoformat())
     assert issued.code == 0, issued.stderr

@@ -32,6 +32,7 @@ import pytest
 import requests
 
 from tests.contract.conftest import Gateway, _running, copy_demo, fxev, issue_token, ledger_entries
+from tests.support.clock import clear_of_lima_midnight
 
 PUBLISHED = 6
 RATES = "/v1/rates?currency=USD&series=publicado"
@@ -362,15 +363,13 @@ def test_retry_after_of_the_day_limit_runs_to_midnight_in_lima(day_gw: Gateway) 
     request would pass, rounded up"; DECISIONS 2: "The rate limiter ... always use[s] the real
     clock, never `FXEV_NOW`" (set on this gateway to 2026-09-21)."""
     _, token = issue_token(day_gw.env, "day-arith")
-    a1 = time.time()
+    clear_of_lima_midnight(60)  # the three requests in one day in Lima
     assert [day_gw.get("/v1/coverage", token=token).status_code for _ in range(2)] == [200, 200]
     a3 = time.time()
     refused = day_gw.get("/v1/coverage", token=token)
     b3 = time.time()
     assert_error(refused, 429, "RATE_LIMITED", retryable=True)
     day = datetime.fromtimestamp(a3, LIMA).date()
-    if datetime.fromtimestamp(a1, LIMA).date() != datetime.fromtimestamp(b3, LIMA).date():
-        pytest.skip("a Lima midnight fell inside the test")
     midnight = datetime.combine(day + timedelta(days=1), datetime.min.time(), LIMA).timestamp()
     retry_after = int(refused.headers["Retry-After"])
     assert math.ceil(midnight - b3) <= retry_after <= math.ceil(midnight - a3) + 1
@@ -413,6 +412,7 @@ def test_the_bearer_scheme_name_is_case_insensitive(gw: Gateway, scheme: str) ->
 def test_a_token_expiring_today_in_lima_is_valid(gw: Gateway) -> None:
     """SPEC authentication 3: an expired token answers 401; DECISIONS 11: "Token expiry
     `--expires D` is valid through the end of D in Lima" (real clock)."""
+    clear_of_lima_midnight(30)  # issued and used on the same day in Lima
     today = datetime.now(LIMA).date()
     lines = fxev(gw.env, "token", "issue", "expires-today", "--expires", today.isoformat())
     assert gw.get("/v1/coverage", token=lines[-1]).status_code == 200

@@ -10,6 +10,7 @@ import requests
 
 from tests.contract.conftest import Gateway, issue_token, ledger_entries
 from tests.contract.test_api import assert_api_error
+from tests.support.clock import clear_of_lima_midnight
 
 COVERAGE = "/v1/coverage"
 
@@ -91,6 +92,7 @@ def test_what_counts_and_what_does_not(private_gateway: Gateway) -> None:
 @pytest.mark.gateway_env(FXEV_RATE_LIMIT_PER_MIN="100", FXEV_RATE_LIMIT_PER_DAY="5")
 def test_a_restart_keeps_the_days_count(private_gateway: Gateway) -> None:
     gw = private_gateway
+    clear_of_lima_midnight(120)  # one day in Lima, restart included
     assert [gw.get(COVERAGE).status_code for _ in range(5)] == [200] * 5
     first = assert_rate_limited(gw.get(COVERAGE), 24 * 3600)
     assert first > 60  # the day's limit: the wait runs to midnight in Lima, not a minute

@@ -46,6 +46,7 @@ from tests.contract.conftest import (
 from tests.contract.test_api import assert_api_error
 from tests.contract.test_ledger_kills import children
 from tests.edge.conftest import Load, Raw, Topology, edge_in_front, exchange, on_the_wire
+from tests.support.clock import clear_of_lima_midnight
 from tokens.store import TokenStore, parse_token_id
 
 PER_MIN = 60
@@ -190,6 +191,7 @@ def test_every_kind_of_request_through_the_edge_counts_once_toward_the_limit(aud
     replayed, gzip, pass-through) counts exactly once, with direct requests, toward the day's
     limit (40 here); the 41st is the gateway's 429, recorded."""
     name, token = audit.named_token("count")
+    clear_of_lima_midnight(60)  # the day's 41 requests in one day in Lima
     evidence = evidence_of(audit, token, audit.direct(LATEST, token).json()["observacion_id"])
     etag = audit.direct(AS_OF, token).headers["ETag"]  # 3 counted so far
     kinds: list[tuple[str, str, dict[str, str]]] = [

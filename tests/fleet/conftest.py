@@ -9,7 +9,7 @@ import dataclasses
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,6 @@ import pytest
 from builder.capture.operator import annotate, parse_annotation
 from builder.capture.run import Stores
 from builder.cli import main
-from builder.core.vocabulary import LIMA
 from builder.fleet.topology import Ran
 from builder.publish.build import Builder
 from builder.publish.writer import TreeWriter
@@ -118,12 +117,6 @@ def fxev(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) ->
         return Ran(code, captured.out, captured.err)
 
     return run
-
-
-def seconds_to_lima_midnight() -> float:
-    now = datetime.now(LIMA)
-    midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), tzinfo=LIMA)
-    return (midnight - now.astimezone(UTC)).total_seconds()
 
 
 @pytest.fixture(scope="module")

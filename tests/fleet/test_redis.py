@@ -18,8 +18,8 @@ from gateway.fleet.gate import RedisGate
 from gateway.fleet.pipe import PipeError, PipelinedScript, command
 from gateway.limits.ring import RateLimiter
 from gateway.limits.rule import Limits, epoch_us
-from tests.fleet.conftest import seconds_to_lima_midnight
 from tests.fleet.redis_server import RedisServer
+from tests.support.clock import seconds_to_lima_midnight
 
 
 def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_path: Path) -> None:
