@@ -3,8 +3,9 @@
 Before the pointer moves, the leaves of every revision the build publishes are appended to the
 tree's log (``builder.tree.log``): only the right edge's tiles are written (full tiles completed
 now, and the new partial tile of each level), so the work is proportional to the new leaves. The
-tree of the new size must extend the last checkpoint this home's key signed (``log.signed``): a
-consistency proof from the tiles is checked against it, and a tree that does not extend it (a
+tree of the new size must extend the last checkpoint this home's key signed (``log.signed``), and
+the newest checkpoint of this key that the tree (or the tree a rebuild replaces) publishes: a
+consistency proof from the tiles is checked against each, and a tree that does not extend it (a
 registry rewritten, then rebuilt) is refused: nothing is signed, the pointer does not move. Then
 the checkpoint is signed, remembered in the home, and written as ``log/checkpoints/<N>``; once
 the pointer names ``N``, ``log/checkpoint`` is replaced by it. The leaves taken from the tiles
@@ -200,10 +201,9 @@ class LogWriter:
         origin = self.signer.origin or logkey.default_origin(registry_id)
         private = logkey.load_or_create(self.signer.home)
         key = logkey.verifier_key(self.signer.home, origin)
-        previous = logkey.last_signed(self.signer.home)
-        if previous is None:
-            previous = self._published_under(key)
-        if previous is None:
+        remembered = logkey.last_signed(self.signer.home)
+        published = self._published_under(key)
+        if remembered is None and not published:
             memory = self.signer.home / logkey.SIGNED_FILE
             raise SigningRecordLost(
                 f"refusing to sign: {memory}, the record of what this key signed, is missing and"
@@ -211,8 +211,11 @@ class LogWriter:
                 " backup, or copy the published log/checkpoint to it (if this key never signed a"
                 " checkpoint, create it empty)"
             )
-        if previous != logkey.NOTHING_SIGNED:
-            self._check_extends(previous, key, size, root)
+        signed_before = published
+        if remembered not in (None, logkey.NOTHING_SIGNED):
+            signed_before = [self._opened(remembered, key), *published]
+        for last in dict.fromkeys(signed_before):  # each once: the same one, as a rule
+            self._check_extends(last, size, root)
         signed = note.sign(note.Checkpoint(origin, size, root).text, origin, private)
         logkey.remember_signed(self.signer.home, signed)
         self._write(f"{CHECKPOINTS}/{size}", signed.encode(), replace=True)
@@ -220,32 +223,36 @@ class LogWriter:
             self._write(KEY, (key.text + "\n").encode(), replace=True)
         return key
 
-    def _published_under(self, key: note.VerifierKey) -> str | None:
-        """Without ``log.signed`` (lost, or moved away), the newest checkpoint published in this
-        tree, or in the one a rebuild replaces, when ``key`` signed it: a key never signs a log
-        that does not extend what it signed, whatever the home remembers (a new log takes a new
-        key)."""
+    def _published_under(self, key: note.VerifierKey) -> list[note.Checkpoint]:
+        """The checkpoints ``key`` signed that this tree, and the one a rebuild replaces,
+        publish as their newest. ``log.signed`` is the home's memory of what the key signed,
+        not the only one: emptied, lost, or restored from an older backup, it would let a
+        rewritten registry be signed; a published checkpoint of the key still holds the new log
+        to it (a new log takes a new key)."""
         sites = [self.tree.site, *([self.signer.replaced] if self.signer.replaced else [])]
+        found = []
         for site in sites:
             try:
                 published = (LogReader(site).root / CHECKPOINT).read_text()
-                note.open_note(published, key)
+                found.append(note.parse_checkpoint(note.open_note(published, key)))
             except (OSError, UnicodeDecodeError, note.NoteError):
                 continue
-            return published
-        return None
+        return found
 
-    def _check_extends(self, previous: str, key: note.VerifierKey, size: int, root: bytes) -> None:
-        home = self.signer.home / logkey.SIGNED_FILE
+    def _opened(self, remembered: str, key: note.VerifierKey) -> note.Checkpoint:
+        """The checkpoint ``log.signed`` holds, opened with this home's ``key``."""
         try:
-            last = note.parse_checkpoint(note.open_note(previous, key))
+            return note.parse_checkpoint(note.open_note(remembered, key))
         except note.NoteError as error:
-            origin = previous.split("\n", 1)[0][:80]
+            home = self.signer.home / logkey.SIGNED_FILE
+            origin = remembered.split("\n", 1)[0][:80]
             raise HistoryRewritten(
                 f"{home} holds a checkpoint of {origin!r} this key ({key.name!r}) does not open:"
                 f" {error}; the log's origin (FXEV_LOG_ORIGIN) or key changed, or the file is"
                 " damaged (restore it from the backup of the home)"
             ) from None
+
+    def _check_extends(self, last: note.Checkpoint, size: int, root: bytes) -> None:
         if last.size > size:
             raise HistoryRewritten(
                 f"refusing to sign a log of {size} revisions: this key signed {last.size} already"

@@ -279,6 +279,48 @@ def test_a_rewritten_registry_is_not_signed_by_the_same_key_once_log_signed_is_g
     assert vkey(rewritten).key_id != pinned.key_id
 
 
+@pytest.mark.parametrize("memory", ["emptied", "restored from an older backup"])
+def test_a_rewritten_registry_is_not_signed_by_the_same_key_whatever_log_signed_holds(
+    tmp_path: Path, memory: str
+) -> None:
+    """DECISIONS 13: "`fxev build` signs only a tree consistent with the last checkpoint it
+    signed, and refuses otherwise". An empty `log.signed` ("nothing signed yet"), or one
+    restored from a backup made before the last build, remembers less than the key signed: a
+    rewritten registry passed the check against it, and `--rebuild` then signed a log the
+    published checkpoint of the same key does not extend. The published checkpoint holds the
+    key to it whatever the home remembers; an honest home with such a record still builds."""
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS[:1])
+    assert fxev(env, "build").returncode == 0
+    older = (tmp_path / "var" / "log.signed").read_text()  # checkpoint 1: revision 2 not in it
+    seed(env, tmp_path, CSVS[1:])
+    assert fxev(env, "build").returncode == 0
+    copy, site = tmp_path / "copy", tmp_path / "copy-site"
+    shutil.copytree(tmp_path / "var", copy)
+    shutil.copytree(tmp_path / "site_out", site, symlinks=True)
+    rewrite_revision(copy, 2)
+    remembered = {"emptied": "", "restored from an older backup": older}[memory]
+    (copy / "log.signed").write_text(remembered)
+    rewritten = env | {"FXEV_HOME": str(copy), "FXEV_SITE": str(site)}
+    seed(rewritten, tmp_path, (MORE,))  # a revision to sign
+    published = {name: (site / name).read_bytes() for name in (layout.POINTER, "log/checkpoint")}
+    for args in (("build",), ("build", "--rebuild")):
+        refused = fxev(rewritten, *args)
+        assert refused.returncode == 1, (args, refused)
+        assert len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "history rewritten" in refused.stderr, refused.stderr
+        assert {name: (site / name).read_bytes() for name in published} == published, args
+        assert (copy / "log.signed").read_text() == remembered
+    (tmp_path / "var" / "log.signed").write_text(remembered)  # the honest home, same record
+    seed(env, tmp_path, (MORE,))
+    built = fxev(env, "build")
+    assert built.returncode == 0, built.stderr
+    assert note.open_note((tmp_path / "site_out" / "log" / "checkpoint").read_text(), vkey(env))
+    assert (tmp_path / "var" / "log.signed").read_text() == (
+        tmp_path / "site_out" / "log" / "checkpoint"
+    ).read_text()
+
+
 def test_a_key_whose_record_is_lost_signs_nothing_for_a_new_site(tmp_path: Path) -> None:
     """DECISIONS 13: a rewritten registry cannot be signed. With `log.signed` gone and the build
     sent to a new, empty site, no record of what the key signed was left: a rewritten registry
