@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import tempfile
 import uuid
 from collections.abc import Callable, Mapping
 from contextlib import closing
@@ -136,6 +137,12 @@ def usable_state(path: Path) -> Path:
         folder = folder.parent
     if not folder.is_dir():
         raise VerifyUsageError(f"--state {path} cannot be made: {folder} is not a folder")
+    try:  # the folder takes a new file (or folder) as the state will be saved: try it now
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".fxev-state-probe-"):
+            pass
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise VerifyUsageError(f"--state {path} cannot be made in {folder}: {reason}") from None
     return path
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from builder.core.errors import STORAGE_ERRNOS, PathError
 from builder.tlog import leaf as leaves
 from builder.tlog import merkle, note, tiles
 from verifier.checks import Body, Check
@@ -245,9 +246,20 @@ def read_state(path: Path) -> str:
 
 
 def save_state(path: Path, signed: str) -> None:
-    """Keep the checkpoint just verified, for the next run's consistency check."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(signed)
-    os.replace(tmp, path)
+    """Keep the checkpoint just verified, for the next run's consistency check; a state that
+    cannot be kept is one line naming it (a full disk: the storage error)."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(signed)
+        os.replace(tmp, path)
+    except OSError as error:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        if error.errno in STORAGE_ERRNOS:
+            raise
+        reason = error.strerror or str(error)
+        raise PathError(f"cannot keep the checkpoint in --state {path}: {reason}") from None

@@ -253,7 +253,8 @@ def test_an_unusable_state_file_is_a_named_finding_or_one_line_never_a_traceback
     check naming it, exit 1, as a garbled one is; a path that cannot be read or written (a
     folder, a path under a plain file) is refused before any check, one line, exit 2, as an
     unreadable `--response` is. (Formerly: UnicodeDecodeError, IsADirectoryError and
-    FileExistsError tracebacks, and a read without end of /dev/zero.)"""
+    FileExistsError tracebacks, a read without end of /dev/zero, and a FileNotFoundError
+    traceback, after the checks, for a folder in which no file can be made.)"""
     obs_id, key = latest_id(gateway), vkey(gateway)
     binary = tmp_path / "binary"
     binary.write_bytes(b"\xff\xfe\x00bad")
@@ -269,7 +270,11 @@ def test_an_unusable_state_file_is_a_named_finding_or_one_line_never_a_traceback
     folder.mkdir()
     plain = tmp_path / "plain"
     plain.write_text("a file\n")
-    for state, why in ((folder, "is a folder"), (plain / "seen", f"{plain} is not a folder")):
+    for state, why in (
+        (folder, "is a folder"),
+        (plain / "seen", f"{plain} is not a folder"),
+        (Path("/proc/self/seen"), "cannot be made in /proc/self"),  # a folder that takes no file
+    ):
         code, out, err = verify(gateway, obs_id, "--vkey", key, "--state", str(state))
         assert (code, out) == (2, ""), out + err
         assert len(err.splitlines()) == 1 and why in err, err
