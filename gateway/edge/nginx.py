@@ -189,6 +189,11 @@ http {
 @@UPSTREAM_HEADERS@@
             proxy_pass http://fxev_gateways;
         }
+        # The log's folder without its slash: passed, for the gateway's 404 (a prefix location
+        # ending in a slash would have nginx answer it with its own 301 to the folder).
+        location = /v1/log {
+@@PASSED@@
+        }
         # The checkpoint and the log key: passed, as the gateway says them at this moment (no
         # copy kept here a few seconds older than its Date says).
         location = /v1/log/checkpoint {

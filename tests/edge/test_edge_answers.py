@@ -250,6 +250,9 @@ ERRORS = [
     ("GET", "/v1/evidence/00000000-0000-4000-8000-000000000000", "valid"),  # 404 NOT_FOUND
     ("GET", "/v1/evidence/", "valid"),  # 404, an empty segment
     ("GET", "/v1/rates/", "valid"),  # 404, trailing slash
+    ("GET", "/v1/log", "valid"),  # 404, the log's folder without its slash (nginx: a 301)
+    ("HEAD", "/v1/log?a=b", "none"),
+    ("POST", "/v1/log", "valid"),
     ("POST", AS_OF, "valid"),  # 405
     ("DELETE", "/v1/evidence/00000000-0000-4000-8000-000000000000", "valid"),
     ("OPTIONS", AS_OF, "valid"),  # 405 (no Access-Control-Request-Method: not a preflight)
