@@ -10,11 +10,12 @@ the observation, its leaf in ``extra``: with only the verifier key, anyone check
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 import orjson
 
-from builder.core.errors import NotFound
+from builder.core.errors import NotFound, UsageError
 from builder.core.settings import Settings
 from builder.publish import logkey
 from builder.publish.log import LogSigner, NotTheLogsKey
@@ -24,6 +25,8 @@ from builder.tlog.proof import TlogProof
 from builder.tree.layout import POINTER
 from builder.tree.log import LogReader
 from builder.tree.reader import TreeReader
+
+OBSERVATION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def log_signer(settings: Settings) -> LogSigner:
@@ -65,11 +68,14 @@ def cmd_log_key(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_log_proof(args: argparse.Namespace, settings: Settings) -> int:
     if not (settings.site / POINTER).exists():
         raise NotFound(f"no published tree at {settings.site.absolute()} (set FXEV_SITE)")
+    observation_id = args.observacion_id.lower()  # as the API reads an id
+    if not OBSERVATION_ID.fullmatch(observation_id):
+        raise UsageError(f"{args.observacion_id!r} is not an observation id (a 36-character UUID)")
     tree = TreeReader(settings.site)
     size = tree.published_revision() or 0
-    prefix = tree.detail(args.observacion_id, size)
+    prefix = tree.detail(observation_id, size)
     if prefix is None:
-        raise NotFound(f"no observation {args.observacion_id} in the published tree")
+        raise NotFound(f"no observation {observation_id} in the published tree")
     revision = int(orjson.loads(prefix + b"}")["observacion"]["revision_creada"])
     log = LogReader(settings.site)
     checkpoint = log.checkpoint(size)

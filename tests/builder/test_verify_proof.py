@@ -34,6 +34,11 @@ def test_an_offline_proof_verifies_with_only_the_key(tmp_path: Path) -> None:
     obs = next(i for i in ids if records[i]["revision_creada"] == 2)
     made = fxev(env, "log", "proof", obs)
     assert made.returncode == 0, made.stderr
+    assert fxev(env, "log", "proof", obs.upper()).stdout == made.stdout  # as the API reads ids
+    for wrong in ("not-a-uuid", "../" + obs, obs + "0"):
+        refused = fxev(env, "log", "proof", wrong)
+        assert refused.returncode == 1 and refused.stdout == "", refused
+        assert refused.stderr == f"fxev: {wrong!r} is not an observation id (a 36-character UUID)\n"
     saved = tmp_path / "value.tlog-proof"
     saved.write_text(made.stdout)
     record = tmp_path / "observation.json"
