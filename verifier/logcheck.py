@@ -200,14 +200,16 @@ def log_checks(
     keep_saved = False  # the served log is behind the saved checkpoint, which stays
     if options.state is not None and options.state.exists():
         with _failing(found):
-            old, new = view.consistent_with(read_state(options.state))
+            saved = read_state(options.state)
+            # Empty (made by mktemp, say), as missing: nothing seen yet.
+            old, new = view.consistent_with(saved) if saved else (0, 0)
             if old > new:
                 keep_saved = True
                 found.notice(
                     f"log of {new} revisions is behind the checkpoint of {old} seen before"
                     f" (a gateway not caught up yet): consistency not checked, {old} kept"
                 )
-            else:
+            elif saved:
                 found.ok(f"log of {new} revisions extends the checkpoint of {old} seen before")
     for revision, rows in sorted(expected_rows(detail, evidence_sha256).items()):
         with _failing(found):

@@ -130,13 +130,20 @@ def test_the_log_is_not_rate_limited(private_gateway: Gateway) -> None:
         assert private_gateway.get("/v1/log/key", token="not-a-token").status_code == 200
 
 
-def test_verify_with_the_key_checks_the_log(gateway: Gateway, tmp_path: Path) -> None:
+@pytest.mark.parametrize("made", ["missing", "empty"])
+def test_verify_with_the_key_checks_the_log(gateway: Gateway, tmp_path: Path, made: str) -> None:
+    """`--state FILE`: a file that does not exist yet, or is empty (`STATE=$(mktemp)`), holds
+    nothing seen yet; the run saves the checkpoint it verified, and the next run checks that
+    the log extends it."""
     state = tmp_path / "seen.checkpoint"
+    if made == "empty":
+        state.touch()
     code, out, err = verify(
         gateway, latest_id(gateway), "--vkey", vkey(gateway), "--state", str(state)
     )
     assert code == 0, out + err
     assert "ok   log checkpoint of" in out and "commits to" in out
+    assert "seen before" not in out  # nothing was
     assert state.read_text() == gateway.get("/v1/log/checkpoint", token=None).text
     code, out, _ = verify(
         gateway, latest_id(gateway), "--vkey", vkey(gateway), "--state", str(state)
