@@ -7,6 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8000
 FLEET_PORTS ?= 8001,8002
 EDGE_PORT ?= 8080
+FLEET_ROOT ?= var/fleet
 
 .PHONY: install lock run fleet test lint fmt bench bench-gateway bench-edge bench-fleet clean
 
@@ -37,7 +38,7 @@ run: $(STAMP)
 fleet: $(STAMP)
 	bash tests/fleet/install-redis.sh
 	bash tests/edge/install-nginx.sh
-	$(PY) -m builder.fleet --ports $(FLEET_PORTS) --edge-port $(EDGE_PORT)
+	$(PY) -m builder.fleet --root $(FLEET_ROOT) --ports $(FLEET_PORTS) --edge-port $(EDGE_PORT)
 
 test: $(STAMP)
 	bash tests/browser/install-chromium.sh

@@ -4,6 +4,7 @@ process it started on Ctrl-C (SIGINT) or SIGTERM."""
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import signal
 import sys
@@ -12,13 +13,26 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from builder.core.arguments import OneLineParser, port_or_free, ports_or_free
-from builder.core.errors import FxevError
+from builder.core.errors import Conflict, FxevError, UsageError
 from builder.fleet.processes import HOST, say
 from builder.fleet.topology import Topology, plan
 from builder.ops.ports import refuse_unusable_port
 
+LOCK_FILE = "fleet.lock"
+
+
+class FleetRunning(Conflict):
+    """Another fleet runs in the same folder: it would share its Redis data and its store's
+    files (exit 1)."""
+
 
 def check_ports(ports: Sequence[int]) -> None:
+    chosen = [port for port in ports if port]  # 0: a free one, each its own
+    for port in chosen:
+        if chosen.count(port) > 1:
+            raise UsageError(
+                f"port {port} is given twice: each gateway and the edge need their own"
+            )
     for port in ports:
         refuse_unusable_port(
             HOST,
@@ -55,6 +69,22 @@ def passed_settings(environ: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in environ.items() if k.startswith("FXEV_") and k not in OWNED}
 
 
+def hold(root: Path) -> int:
+    """Lock ``root`` for this run, or :class:`FleetRunning`; the lock goes with the process,
+    however it ends. The descriptor is the lock: keep it open."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise FleetRunning(
+            f"a fleet already runs in {root}: stop it (Ctrl-C where it runs), or give this one"
+            " a folder of its own (make fleet FLEET_ROOT=DIR, or --root DIR)"
+        ) from None
+    return fd
+
+
 def interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -68,34 +98,49 @@ def main(argv: list[str] | None = None) -> int:
             args.root, gateway_ports=ports, settings=passed_settings(os.environ),
             edge_port=args.edge_port,
         )  # fmt: skip
+        hold(topology.root)
     except (FxevError, ValueError) as error:
-        print(f"fxev fleet: {error}", file=sys.stderr)
-        return getattr(error, "exit_code", 1)
+        return refused(error)
     # Ctrl-C and SIGTERM alike, even where a shell started us with SIGINT ignored.
     signal.signal(signal.SIGINT, interrupt)
     signal.signal(signal.SIGTERM, interrupt)
+    failed: FxevError | None = None
     try:
         say(f"starting the fleet in {topology.root} (logs there)")
         topology.start()  # on a failure or an interrupt, it stops what it started
-        print(f"\nFleet token (shown once): {topology.token}\n", flush=True)
-        for line in topology.curl_lines():
-            print(line, flush=True)
-        env_file = topology.write_operator_env()
-        print(
-            f"\nThe operator's commands (fxev requests show, alerts, tick, build, publish) act on"
-            f" the fleet after:\n. {env_file}",
-            flush=True,
-        )
-        print("\nCtrl-C stops every process of the fleet.", flush=True)
+        announce(topology)
         watch(topology)
     except KeyboardInterrupt:
         pass
+    except FxevError as error:  # a process that did not start: one line, its log named
+        failed = error
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the stop short
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         topology.stop()
+    if failed is not None:
+        return refused(failed)
     say("fleet stopped")
     return 0
+
+
+def announce(topology: Topology) -> None:
+    """The token, a ``curl`` line per entry point, and the operator's settings file."""
+    print(f"\nFleet token (shown once): {topology.token}\n", flush=True)
+    for line in topology.curl_lines():
+        print(line, flush=True)
+    env_file = topology.write_operator_env()
+    print(
+        f"\nThe operator's commands (fxev requests show, alerts, tick, build, publish) act on"
+        f" the fleet after:\n. {env_file}",
+        flush=True,
+    )
+    print("\nCtrl-C stops every process of the fleet.", flush=True)
+
+
+def refused(error: FxevError | ValueError) -> int:
+    print(f"fxev fleet: {error}", file=sys.stderr)
+    return getattr(error, "exit_code", 1)
 
 
 def watch(topology: Topology) -> None:

@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from builder.core.errors import NotFound
+from builder.core.errors import FxevError, NotFound
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -49,6 +49,17 @@ def free_ports(count: int) -> list[int]:
     finally:
         for probe in probes:
             probe.close()
+
+
+class StartFailed(FxevError):
+    """A process of the fleet did not start, or a command preparing it failed (exit 1); the
+    process's log, or the command's stderr, says why at more length."""
+
+
+def last_line(text: str) -> str:
+    """The last line of ``text`` that says something, cut to a line's length."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(nothing)"
 
 
 def say(text: str) -> None:
@@ -87,9 +98,9 @@ class Service:
         deadline = time.monotonic() + self.start_timeout_s
         while self.ready is not None and not self.ready(self):
             if self.process.poll() is not None or time.monotonic() > deadline:
-                tail = self.log_text()[-3000:]
+                said = last_line(self.new_log())
                 self.stop()
-                raise RuntimeError(f"{self.name} did not start:\n{tail}")
+                raise StartFailed(f"{self.name} did not start (its log: {self.log}): {said}")
             time.sleep(0.1)
 
     def stop(self, timeout_s: float = 15.0) -> None:

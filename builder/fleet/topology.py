@@ -21,9 +21,11 @@ from builder.fleet.processes import (
     ROOT,
     WEED_PORT_FLAGS,
     Service,
+    StartFailed,
     edge_service,
     free_ports,
     http_ok,
+    last_line,
     redis_service,
     store_service,
 )
@@ -97,7 +99,8 @@ class Topology:
             text=True, timeout=300, check=False,
         )  # fmt: skip
         if check and done.returncode != 0:
-            raise RuntimeError(f"fxev {' '.join(args)}: exit {done.returncode}\n{done.stderr}")
+            said = last_line(done.stderr)
+            raise StartFailed(f"fxev {' '.join(args)}: exit {done.returncode}: {said}")
         return Ran(done.returncode, done.stdout, done.stderr)
 
     def start(self) -> None:
@@ -124,7 +127,7 @@ class Topology:
             timeout=300, check=False,
         )  # fmt: skip
         if seeded.returncode != 0:
-            raise RuntimeError(f"seeding the operator's home failed:\n{seeded.stderr}")
+            raise StartFailed(f"seeding the operator's home failed: {last_line(seeded.stderr)}")
         self.fxev(env, "alerts", "list")  # publishes the alert state to Redis
         self.fxev(env, "publish")
         self.token = self.rotate_token()

@@ -53,18 +53,51 @@ def alive(pid: int) -> bool:
 
 
 def test_a_taken_port_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
-    with socket.socket() as taken:
+    def fleet(*ports: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "builder.fleet", "--root", str(tmp_path / "fleet"), *ports],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    with socket.socket() as taken:  # held throughout: nothing may start, whatever is checked
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "builder.fleet", "--root", str(tmp_path / "fleet"),
-             "--ports", f"0,{port}"],
-            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+        done = fleet("--ports", f"0,{port}")
+        twice = fleet("--ports", f"0,{port}", "--edge-port", str(port))
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and f"port {port}" in done.stderr
+    assert twice.returncode == 1
+    assert twice.stderr == (
+        f"fxev fleet: port {port} is given twice: each gateway and the edge need their own\n"
+    )
     assert not (tmp_path / "fleet").exists()
+
+
+def test_a_process_that_does_not_start_is_one_line_and_leaves_none_running(
+    tmp_path: Path,
+) -> None:
+    """DECISIONS 3: "Every CLI error ... is one line on stderr, never a traceback". A setting
+    every host gets and none can use: the operator's home is not seeded, and what Redis and
+    the store started as is stopped."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "builder.fleet", "--root", str(tmp_path / "fleet"),
+         "--ports", "0,0", "--edge-port", "0"],
+        cwd=ROOT, env=os.environ | {"FXEV_RATE_LIMIT_PER_MIN": "many"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+    assert process.returncode == 1, err
+    assert "Traceback" not in err and out == "", err
+    *progress, last = err.splitlines()
+    assert last.startswith("fxev fleet: seeding the operator's home failed: "), err
+    assert "FXEV_RATE_LIMIT_PER_MIN" in last, err
+    assert all(not line.startswith("fxev fleet:") for line in progress), err
 
 
 def test_it_prints_a_working_curl_per_entry_point_and_ctrl_c_stops_everything(
@@ -97,6 +130,15 @@ def test_it_prints_a_working_curl_per_entry_point_and_ctrl_c_stops_everything(
                 base + path, headers={"Authorization": f"Bearer {token}"}, timeout=10
             )
             assert resp.status_code == 200, resp.text
+        # A second fleet in the same folder would share its Redis data and its store's files.
+        second = subprocess.run(
+            [*command, "--ports", "0,0", "--edge-port", "0"],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert second.returncode == 1
+        assert second.stderr.startswith("fxev fleet: a fleet already runs in "), second.stderr
+        assert second.stderr.count("\n") == 1, second.stderr
+        assert started <= children(process.pid)  # the first one's processes, untouched
         # The operator's commands, with the file it names sourced, act on the fleet: a request
         # served by a gateway is found in the ledger its host ships to the store.
         [sourced] = [line for line in text.splitlines() if line.startswith(". ")]
