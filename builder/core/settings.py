@@ -108,12 +108,15 @@ def _redis_url(environ: Mapping[str, str]) -> str | None:
         return None
     if not raw.lower().startswith(("redis://", "rediss://", "unix://")):
         raise SettingsError(f"FXEV_REDIS_URL must be a redis://, rediss:// or unix:// URL: {raw!r}")
-    from redis.connection import parse_url  # only when set: an embedded host never loads redis
+    from redis import ConnectionPool  # only when set: an embedded host never loads redis
 
-    try:
-        parse_url(raw)
+    try:  # a connection made as every client makes it, not connected: no network here
+        ConnectionPool.from_url(raw).make_connection()
     except ValueError as error:
         raise SettingsError(f"FXEV_REDIS_URL cannot be used: {error}") from None
+    except TypeError as error:  # a query option the connection does not take
+        unknown = str(error).rpartition("argument ")[2]
+        raise SettingsError(f"FXEV_REDIS_URL cannot be used: no query option {unknown}") from None
     return raw
 
 

@@ -53,6 +53,10 @@ def test_now_accepts_a_z_suffix():
         ("FXEV_REDIS_URL", "redis://127.0.0.1:99999/0", "Port out of range"),
         ("FXEV_REDIS_URL", "redis://[::1/0", "cannot be used"),
         ("FXEV_REDIS_URL", "redis://127.0.0.1:6379/0?socket_timeout=abc", "socket_timeout"),
+        # redis-py parses any option, and refused one it does not know only when it connected:
+        # a traceback, after `fxev publish` had moved the store's pointer.
+        ("FXEV_REDIS_URL", "redis://127.0.0.1:6379/0?timeout=5", "no query option 'timeout'"),
+        ("FXEV_REDIS_URL", "redis://h:6379/0?ssl_cert_reqs=none", "'ssl_cert_reqs'"),
         ("FXEV_S3_ENDPOINT", "notaurl", "not an http"),
         ("FXEV_TAXAUTH_URL", "www.sunat.gob.pe/a/txt/tipoCambio.txt", "not an http"),
         ("FXEV_TAXAUTH_URL", "file:///tmp/tipoCambio.txt", "not an http"),
@@ -85,3 +89,17 @@ def test_every_integer_setting_has_a_largest_value():
         with pytest.raises(SettingsError, match=f"{name} must be at most"):
             load_settings({name: str(largest + 1)})
         assert int(next(x.default for x in SETTINGS if x.variable == name) or 0) <= largest
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://127.0.0.1:6379/0",
+        "redis://127.0.0.1:6379/0?socket_timeout=3",
+        "rediss://h.example:6380/1?ssl_cert_reqs=none",
+        "unix:///run/redis.sock?db=2",
+    ],
+)
+def test_a_redis_url_a_client_can_use_is_kept_as_given(url):
+    """Checked by making (not opening) the connection every client makes: no network."""
+    assert load_settings({"FXEV_REDIS_URL": url}).redis_url == url
