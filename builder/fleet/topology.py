@@ -144,9 +144,9 @@ class Topology:
         return lines[-1]
 
     def _start(self, service: Service) -> None:
-        service.start()
-        if service not in self.started:
+        if service not in self.started:  # first: a stop while it gets ready stops it too
             self.started.append(service)
+        service.start()
 
     def stop(self) -> None:
         """Stop every process started, last started first, by its PID."""

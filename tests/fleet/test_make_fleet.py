@@ -100,6 +100,44 @@ def test_a_process_that_does_not_start_is_one_line_and_leaves_none_running(
     assert all(not line.startswith("fxev fleet:") for line in progress), err
 
 
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_ctrl_c_while_the_fleet_starts_stops_what_was_starting(tmp_path: Path) -> None:
+    """docs/operating/fleet.md: "Ctrl-C ... on `make fleet` stops every process it started".
+    Interrupted while the store (``weed mini``) was getting ready, the fleet left it running,
+    its ports taken: a process was only stopped once it had been ready."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "builder.fleet", "--root", str(tmp_path / "fleet"),
+         "--ports", "0,0", "--edge-port", "0"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    seen: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("weed mini" in command_line(pid) for pid in seen):
+            assert process.poll() is None and time.monotonic() < deadline, seen
+            seen |= children(process.pid)
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)  # the store is starting, not ready yet
+        process.wait(timeout=60)
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in seen) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert [command_line(pid) for pid in seen if alive(pid)] == []
+    finally:
+        for pid in seen:  # a regression's leftovers, by the PIDs seen
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+
+
 def test_it_prints_a_working_curl_per_entry_point_and_ctrl_c_stops_everything(
     tmp_path: Path,
 ) -> None:
