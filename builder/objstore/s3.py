@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,8 @@ from typing import Any, TypeVar
 from builder.core.errors import ConfigurationError, Conflict, RemoteError
 
 THREADS = 16  # parallel requests; also the size of boto3's connection pool
+# The bucket names boto3 sends at all (AWS's own rule is narrower; other stores differ).
+BUCKET_NAME = re.compile(r"[a-zA-Z0-9.\-_]{1,255}")
 SHA256_META = "sha256"  # x-amz-meta-sha256: the SHA-256 of an object's bytes, set on upload
 
 T = TypeVar("T")
@@ -43,7 +46,17 @@ def parse_store_url(url: str | None) -> tuple[str, str]:
     bucket, _, prefix = url[len("s3://") :].partition("/")
     if not bucket:
         raise ConfigurationError(f"FXEV_STORE_URL names no bucket: {url!r}")
+    if not BUCKET_NAME.fullmatch(bucket):
+        raise ConfigurationError(
+            f"FXEV_STORE_URL names a bucket no S3 client takes: {bucket!r} (letters, digits,"
+            " '.', '-' and '_' only)"
+        )
     return bucket, prefix.strip("/")
+
+
+def one_line(error: BaseException) -> str:
+    """boto's messages may run over lines; fxev's errors are one."""
+    return " ".join(str(error).split())
 
 
 def parallel(function: Callable[[T], R], items: Iterable[T], threads: int = THREADS) -> list[R]:
@@ -121,7 +134,13 @@ class ObjectStore:
     def _translated(self, what: str) -> Iterator[None]:
         """boto3's errors as fxev's: missing credentials a configuration error, anything else
         that kept the request from being answered a ``RemoteError``."""
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            InvalidRegionError,
+            NoCredentialsError,
+            ParamValidationError,
+        )
 
         try:
             yield
@@ -129,12 +148,14 @@ class ObjectStore:
             raise ConfigurationError(
                 "no credentials for the store (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
             ) from None
+        except (InvalidRegionError, ParamValidationError) as error:  # retrying changes nothing
+            raise ConfigurationError(f"the store cannot be asked: {one_line(error)}") from None
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "?")
             raise RemoteError(f"store {self.where(what)}: {code}: {error}") from None
         except BotoCoreError as error:
             endpoint = self.endpoint or "the default S3 endpoint"
-            raise RemoteError(f"store at {endpoint} unreachable: {error}") from None
+            raise RemoteError(f"store at {endpoint} unreachable: {one_line(error)}") from None
 
     # -- reads ---------------------------------------------------------------------------------
 
