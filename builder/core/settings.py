@@ -102,7 +102,8 @@ def _proxy(environ: Mapping[str, str]) -> str | None:
 
 def _redis_url(environ: Mapping[str, str]) -> str | None:
     """A URL redis-py can connect to; one it would refuse later (a port that is no number, a
-    broken IPv6 address, a bad query option) is refused here, before any store is touched."""
+    broken IPv6 address, a bad query option), or read as another database than it names, is
+    refused here, before any store is touched."""
     raw = environ.get("FXEV_REDIS_URL", "").strip()
     if not raw:
         return None
@@ -117,6 +118,10 @@ def _redis_url(environ: Mapping[str, str]) -> str | None:
     except TypeError as error:  # a query option the connection does not take
         unknown = str(error).rpartition("argument ")[2]
         raise SettingsError(f"FXEV_REDIS_URL cannot be used: no query option {unknown}") from None
+    path = urlsplit(raw).path
+    if not raw.lower().startswith("unix://") and path.strip("/") and not _DATABASE.fullmatch(path):
+        # redis-py reads /abc, or /1/2 (as 12), without a word: not the database one meant.
+        raise SettingsError(f"FXEV_REDIS_URL names no database number (/DB): {path!r}")
     return raw
 
 
@@ -129,6 +134,7 @@ def _folder(environ: Mapping[str, str], name: str) -> Path:
 
 
 _DIGITS = re.compile(r"-?[0-9]+")
+_DATABASE = re.compile(r"/[0-9]+/?")  # a Redis URL's path: /DB
 
 
 def _int(environ: Mapping[str, str], name: str, minimum: int = 0) -> int:

@@ -57,6 +57,9 @@ def test_now_accepts_a_z_suffix():
         # a traceback, after `fxev publish` had moved the store's pointer.
         ("FXEV_REDIS_URL", "redis://127.0.0.1:6379/0?timeout=5", "no query option 'timeout'"),
         ("FXEV_REDIS_URL", "redis://h:6379/0?ssl_cert_reqs=none", "'ssl_cert_reqs'"),
+        # ... and it read these paths as database 0, and 12, without a word.
+        ("FXEV_REDIS_URL", "redis://127.0.0.1:6379/abc", "no database number \\(/DB\\): '/abc'"),
+        ("FXEV_REDIS_URL", "redis://127.0.0.1:6379/1/2", "no database number"),
         ("FXEV_S3_ENDPOINT", "notaurl", "not an http"),
         ("FXEV_TAXAUTH_URL", "www.sunat.gob.pe/a/txt/tipoCambio.txt", "not an http"),
         ("FXEV_TAXAUTH_URL", "file:///tmp/tipoCambio.txt", "not an http"),
@@ -95,6 +98,9 @@ def test_every_integer_setting_has_a_largest_value():
     "url",
     [
         "redis://127.0.0.1:6379/0",
+        "redis://127.0.0.1:6379",
+        "redis://127.0.0.1:6379/",
+        "redis://127.0.0.1:6379/15/",
         "redis://127.0.0.1:6379/0?socket_timeout=3",
         "rediss://h.example:6380/1?ssl_cert_reqs=none",
         "unix:///run/redis.sock?db=2",
