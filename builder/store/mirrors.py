@@ -126,6 +126,7 @@ def await_mirrors(
 ) -> dict[str, list[str] | None]:
     """``fxev publish``'s wait: its result's ``mirrored`` and ``lagging`` (None when Redis could
     not be asked), and a warning line for either kind of trouble."""
+    began = time.monotonic()
     try:
         client = connect(url)
         try:
@@ -143,6 +144,7 @@ def await_mirrors(
     if lagging:
         warn(
             f"fxev: publish: warning: revision {revision} is published, but not yet served by"
-            f" {', '.join(lagging)} after {wait_s(interval_s):g} s"
+            f" {', '.join(lagging)} after {time.monotonic() - began:.0f} s (a mirror whose"
+            f" report expired has stopped; one behind is waited for {wait_s(interval_s):g} s)"
         )
     return {"mirrored": served, "lagging": lagging}

@@ -308,3 +308,31 @@ def test_a_script_redis_runs_after_its_caller_gave_up_is_taken_back(
     finally:
         gate.close()
         admin.close()
+
+
+def test_publish_names_a_mirror_behind_with_the_time_it_waited(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """docs/operating/fleet.md#publish: a mirror that does not reach the published revision
+    within the wait is `lagging`, in the result and in one warning line that says how long
+    the publish waited (formerly always the longest wait, also when it ended early)."""
+    from builder.store.mirrors import await_mirrors, mirror_name, report, wait_s
+
+    client = redis_server.client()
+    try:
+        report(client, tmp_path / "behind", 1, 0.1)
+        report(client, tmp_path / "caught-up", 2, 0.1)
+        warnings: list[str] = []
+        result = await_mirrors(redis_server.url, 2, 0.1, warnings.append)
+    finally:
+        client.delete(
+            *(f"fxev:mirror:{mirror_name(tmp_path / s)}" for s in ("behind", "caught-up"))
+        )
+        client.close()
+    assert (
+        result["mirrored"] is not None and mirror_name(tmp_path / "caught-up") in result["mirrored"]
+    )
+    assert result["lagging"] == [mirror_name(tmp_path / "behind")]
+    [warning] = warnings
+    assert f"not yet served by {mirror_name(tmp_path / 'behind')} after 5 s" in warning, warning
+    assert f"waited for {wait_s(0.1):g} s" in warning and "\n" not in warning
