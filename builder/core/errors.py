@@ -28,11 +28,12 @@ Where the package errors hang (each keeps its name and, where callers rely on it
     NotFound        ImportFileUnreadable, SavedFileUnreadable, AlertNotFound, TokenNotFound
     Conflict        AlertConflict, TokenConflict, builder.publish.log.HistoryRewritten,
                     builder.publish.log.KeyChanged, builder.publish.log.NotTheLogsKey,
-                    builder.publish.log.SigningRecordLost
+                    builder.publish.log.SigningRecordLost, builder.fleet.processes.FleetRunning
     ConfigurationError  builder.core.settings.SettingsError
     StorageError    builder.publish.warc.ExportWriteError, and what :func:`from_environment` makes
     IntegrityError  builder.tree.revlog.TreeCorruptError, builder.publish.warc.ExportError
     RemoteError     verifier.client.ClientError, verifier.command.MalformedAnswer
+    FxevError       builder.fleet.processes.StartFailed (``make fleet``: a process did not start)
 
 A full disk is expected, not a bug: :func:`translate_environment` turns an ``OSError`` with
 ``ENOSPC``, ``EDQUOT``, ``EFBIG`` or ``EROFS`` and SQLite's "database or disk is full" (and its

@@ -13,17 +13,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from builder.core.arguments import OneLineParser, port_or_free, ports_or_free
-from builder.core.errors import Conflict, FxevError, UsageError
-from builder.fleet.processes import HOST, say
+from builder.core.errors import FxevError, UsageError
+from builder.fleet.processes import HOST, FleetRunning, say
 from builder.fleet.topology import Topology, plan
 from builder.ops.ports import refuse_unusable_port
 
 LOCK_FILE = "fleet.lock"
-
-
-class FleetRunning(Conflict):
-    """Another fleet runs in the same folder: it would share its Redis data and its store's
-    files (exit 1)."""
 
 
 def check_ports(ports: Sequence[int]) -> None:

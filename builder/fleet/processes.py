@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from builder.core.errors import FxevError, NotFound
+from builder.core.errors import Conflict, FxevError, NotFound
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -54,6 +54,11 @@ def free_ports(count: int) -> list[int]:
 class StartFailed(FxevError):
     """A process of the fleet did not start, or a command preparing it failed (exit 1); the
     process's log, or the command's stderr, says why at more length."""
+
+
+class FleetRunning(Conflict):
+    """Another fleet runs in the same folder: it would share its Redis data and its store's
+    files (exit 1)."""
 
 
 def last_line(text: str) -> str:
