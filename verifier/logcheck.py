@@ -201,16 +201,16 @@ def log_checks(
     if options.state is not None and options.state.exists():
         with _failing(found):
             saved = read_state(options.state)
-            # Empty (made by mktemp, say), as missing: nothing seen yet.
-            old, new = view.consistent_with(saved) if saved else (0, 0)
-            if old > new:
-                keep_saved = True
-                found.notice(
-                    f"log of {new} revisions is behind the checkpoint of {old} seen before"
-                    f" (a gateway not caught up yet): consistency not checked, {old} kept"
-                )
-            elif saved:
-                found.ok(f"log of {new} revisions extends the checkpoint of {old} seen before")
+            if saved:  # empty (made by mktemp, say), as missing: nothing seen yet
+                old, new = view.consistent_with(saved)
+                if old > new:
+                    keep_saved = True
+                    found.notice(
+                        f"log of {new} revisions is behind the checkpoint of {old} seen before"
+                        f" (a gateway not caught up yet): consistency not checked, {old} kept"
+                    )
+                else:
+                    found.ok(f"log of {new} revisions extends the checkpoint of {old} seen before")
     for revision, rows in sorted(expected_rows(detail, evidence_sha256).items()):
         with _failing(found):
             data = view.leaf(revision)

@@ -7,6 +7,7 @@ spelling the contract fixes has one place to audit.
 
 from __future__ import annotations
 
+import re
 from zoneinfo import ZoneInfo
 
 CURRENCY = "USD"
@@ -16,6 +17,8 @@ SERIES = ("publicado", "cierre")
 ALWAYS_SERVED = ("publicado",)
 SCHEMA_VERSION = "1.0"
 LIMA = ZoneInfo("America/Lima")
+# An id as the API writes and reads it (lower-cased first): a 36-character hyphenated UUID.
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 # The values of the API's enumerated fields (the OpenAPI document's ``enum`` lists), each named
 # where code writes or tests it.

@@ -10,13 +10,13 @@ the observation, its leaf in ``extra``: with only the verifier key, anyone check
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 import orjson
 
 from builder.core.errors import NotFound, UsageError
 from builder.core.settings import Settings
+from builder.core.vocabulary import UUID
 from builder.publish import logkey
 from builder.publish.log import LogSigner, NotTheLogsKey
 from builder.registry.store import REGISTRY_FILE, Registry
@@ -25,8 +25,6 @@ from builder.tlog.proof import TlogProof
 from builder.tree.layout import POINTER
 from builder.tree.log import LogReader
 from builder.tree.reader import TreeReader
-
-OBSERVATION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def log_signer(settings: Settings) -> LogSigner:
@@ -69,7 +67,7 @@ def cmd_log_proof(args: argparse.Namespace, settings: Settings) -> int:
     if not (settings.site / POINTER).exists():
         raise NotFound(f"no published tree at {settings.site.absolute()} (set FXEV_SITE)")
     observation_id = args.observacion_id.lower()  # as the API reads an id
-    if not OBSERVATION_ID.fullmatch(observation_id):
+    if not UUID.fullmatch(observation_id):
         raise UsageError(f"{args.observacion_id!r} is not an observation id (a 36-character UUID)")
     tree = TreeReader(settings.site)
     size = tree.published_revision() or 0

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from datetime import MAXYEAR, MINYEAR, UTC, date, datetime
 from urllib.parse import parse_qsl, quote, unquote
 
-from builder.core.vocabulary import CURRENCIES, SERIES
+from builder.core.vocabulary import CURRENCIES, SERIES, UUID
 from gateway.api import pagetoken
 from gateway.errors import InvalidParams, PathValidation, UnsupportedCurrency, UnsupportedSeries
 
@@ -22,7 +22,6 @@ MAX_YEARS = 5
 # The forms values must take; the OpenAPI document's patterns are made from these.
 DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 REVISION = re.compile(r"[1-9][0-9]*")
-UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 INSTANT = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?"
     r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"  # an offset: hours 00-23, minutes 00-59
