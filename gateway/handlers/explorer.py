@@ -122,8 +122,23 @@ async def identify(request: Request) -> bool:
 def signin_redirect(request: Request) -> HTTPResponse:
     response = send(request, b"", status=303, content_type=HTML, headers={"Location": "/signin"})
     if request.cookies.get(COOKIE):
-        response.delete_cookie(COOKIE, path="/")
+        set_session(request, response, "")
     return response
+
+
+def set_session(request: Request, response: HTTPResponse, token: str) -> None:
+    """Set the session cookie to ``token``, or expire it (``""``) with the very attributes it
+    was set with: a browser ignores an expiry marked ``Secure`` from a plain-http origin that is
+    not loopback, and Sanic's ``delete_cookie`` marks it so unless told otherwise."""
+    response.add_cookie(
+        COOKIE,
+        token,
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=request.scheme == "https",
+        max_age=None if token else 0,
+    )
 
 
 # -- responses ---------------------------------------------------------------------------------
@@ -294,14 +309,7 @@ async def signin(request: Request) -> HTTPResponse:
         refused = InvalidToken if token else Unauthorized  # docs/decisions.md#http-basics
         return html(request, body, 401, **refused.headers)
     response = send(request, b"", status=303, content_type=HTML, headers={"Location": "/"})
-    response.add_cookie(
-        COOKIE,
-        token,
-        path="/",
-        httponly=True,
-        samesite="Strict",
-        secure=request.scheme == "https",
-    )
+    set_session(request, response, token)
     return response
 
 
@@ -309,7 +317,7 @@ async def signout(request: Request) -> HTTPResponse:
     if not same_origin_post(request.headers, request.scheme, request.host):
         raise CrossSiteRequest("Cross-site sign-out refused.")
     response = send(request, b"", status=303, content_type=HTML, headers={"Location": "/signin"})
-    response.delete_cookie(COOKIE, path="/")
+    set_session(request, response, "")
     return response
 
 

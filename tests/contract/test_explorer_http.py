@@ -150,6 +150,34 @@ def test_signout_clears_the_cookie_and_pages_send_to_signin_again(gateway: Gatew
     assert resp.status_code == 303
 
 
+def cookie_attributes(set_cookie: str) -> set[str]:
+    """A Set-Cookie header's attributes, lowercased, without the value and its lifetime."""
+    parts = [part.strip().lower() for part in set_cookie.split(";")[1:]]
+    return {part for part in parts if part and not part.startswith(("max-age", "expires"))}
+
+
+def test_the_cookie_is_expired_with_the_attributes_it_was_set_with(gateway: Gateway) -> None:
+    """A browser ignores an expiry marked Secure from a plain-http origin other than loopback:
+    signing out, or being sent to sign in again, must expire the cookie as it was set."""
+    token_id, token = issue_token(gateway.env, "explorer-expiry")
+    resp = requests.post(
+        gateway.url("/signin"), data={"token": token}, allow_redirects=False, timeout=10
+    )
+    set_as = cookie_attributes(resp.headers["Set-Cookie"])
+    assert "secure" not in set_as  # plain http
+    cookie = {"fxev_sesion": token}
+    resp = requests.post(gateway.url("/signout"), cookies=cookie, allow_redirects=False, timeout=10)
+    assert resp.status_code == 303
+    assert cookie_attributes(resp.headers["Set-Cookie"]) == set_as
+    fxev(gateway.env, "token", "revoke", token_id)
+    resp = requests.get(
+        gateway.url("/"), cookies=cookie, headers=HTML, allow_redirects=False, timeout=10
+    )
+    assert resp.status_code == 303
+    assert re.search(r"[Mm]ax-[Aa]ge=0", resp.headers["Set-Cookie"])
+    assert cookie_attributes(resp.headers["Set-Cookie"]) == set_as
+
+
 def test_a_revoked_token_in_the_cookie_stops_working_on_the_next_request(
     gateway: Gateway,
 ) -> None:
