@@ -29,8 +29,9 @@ CURRENCY_RULE = (
     "Exactly USD. Any other value (usd too) answers 404 UNSUPPORTED_CURRENCY; empty is 400."
 )
 SERIES_RULE = (
-    "publicado or cierre (cierre has no published data yet: 404 NO_OBSERVATIONS). Any other "
-    "value answers 404 UNSUPPORTED_SERIES; empty is 400."
+    "publicado or cierre. cierre is served from the revision that put it in production "
+    "(fxev series publish cierre); before it, and as of an earlier revision, its queries answer "
+    "404 NO_OBSERVATIONS. Any other value answers 404 UNSUPPORTED_SERIES; empty is 400."
 )
 PARAMETERS: dict[str, Schema] = {
     "currency": query_param("currency", CURRENCY_RULE, CURRENCY_ENUM, required=True),
