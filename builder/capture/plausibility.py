@@ -29,6 +29,8 @@ def plausibility_reasons(
             ("compra", compra, previous.compra),
             ("venta", venta, previous.venta),
         ):
+            if Decimal(old) <= 0:  # no move can be measured from it (a registry's older value)
+                continue
             move = (Decimal(new) - Decimal(old)).copy_abs() * 100 / Decimal(old)
             if move > threshold_pct:
                 reasons.append(

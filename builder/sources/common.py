@@ -51,11 +51,14 @@ class ParsedRate:
 def check_rate_invariants(rate: ParsedRate, today_lima: date) -> None:
     """Raise ``InvariantError`` when ``rate`` cannot be a USD/PEN exchange rate."""
     for side, raw in (("compra", rate.compra_cruda), ("venta", rate.venta_cruda)):
-        value = Decimal(raw)
-        if value <= 0:
-            raise InvariantError(f"{side} {raw} is not positive")
-        if value >= MAX_PLAUSIBLE_RATE:
-            raise InvariantError(f"{side} {raw} is an absurd magnitude for USD/PEN")
+        # Both the text as published and the 3-decimal value served: 0.0004 is positive but
+        # would be served as 0.000, and 19.9996 as 20.000.
+        value, served = Decimal(raw), Decimal(canonical_rate(raw))
+        shown = raw if value == served else f"{raw} (served as {served})"
+        if min(value, served) <= 0:
+            raise InvariantError(f"{side} {shown} is not positive")
+        if max(value, served) >= MAX_PLAUSIBLE_RATE:
+            raise InvariantError(f"{side} {shown} is an absurd magnitude for USD/PEN")
     if rate.fecha_serie > today_lima + timedelta(days=1):
         raise InvariantError(
             f"fecha_serie {rate.fecha_serie} is more than one day after today in Lima "

@@ -57,12 +57,23 @@ def test_importing_the_same_file_twice_records_nothing_the_second_time(stores, t
         (b"fecha_serie,compra,venta\n2026-02-30,3.35,3.36\n", "line 2"),
         (b"fecha_serie,compra,venta\n2026-09-18,3.35,3.36\n2026-09-19,tres,3.36\n", "line 3"),
         (b"fecha_serie,compra,venta\n2026-09-18,-3.35,3.36\n", "not positive"),
+        (b"fecha_serie,compra,venta\n2026-09-18,0.0004,3.36\n", r"0.0004 \(served as 0.000\)"),
         (b"fecha_serie,compra,venta,moneda\n2026-09-18,3.35,3.36,EUR\n", "moneda"),
         (b"fecha_serie,compra,venta\n2026-09-18,3.35,3.36\n2026-09-18,3.35,3.36\n", "twice"),
         (b"fecha_serie,compra,venta\n", "no data"),
         (b"\xff\xfe\x00", "UTF-8"),
     ],
-    ids=["header", "date", "value", "negative", "currency", "duplicate", "empty", "encoding"],
+    ids=[
+        "header",
+        "date",
+        "value",
+        "negative",
+        "served-as-zero",
+        "currency",
+        "duplicate",
+        "empty",
+        "encoding",
+    ],
 )
 def test_a_bad_file_is_rejected_whole_and_changes_nothing(stores, tmp_path, data, message):
     import_csv(stores, write(tmp_path, CSV, "good.csv"), "ana", "origin", NOW)

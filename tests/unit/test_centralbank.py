@@ -508,7 +508,12 @@ def half_up_oracle(units: int) -> str:
     return f"{thousandths // 1000}.{thousandths % 1000:03d}"
 
 
-@given(units=st.integers(min_value=1, max_value=199_999), drop_zeros=st.booleans())
+# Every value served inside (0, 20): 0.0005 is served as 0.001, 19.9994 as 19.999; below or
+# above, the value served is no rate (invariants, above).
+SERVED_AS_A_RATE = st.integers(min_value=5, max_value=199_994)
+
+
+@given(units=SERVED_AS_A_RATE, drop_zeros=st.booleans())
 def test_any_value_of_up_to_four_decimals_rounds_half_up(units: int, drop_zeros: bool) -> None:
     raw = four_decimal_text(units)
     if drop_zeros:
@@ -518,10 +523,7 @@ def test_any_value_of_up_to_four_decimals_rounds_half_up(units: int, drop_zeros:
     assert last.compra == last.venta == half_up_oracle(units)
 
 
-@given(
-    units=st.integers(min_value=1, max_value=199_999),
-    tail=st.text(alphabet="0123456789", min_size=1, max_size=20),
-)
+@given(units=SERVED_AS_A_RATE, tail=st.text(alphabet="0123456789", min_size=1, max_size=20))
 def test_any_value_of_more_decimals_rounds_half_up_on_its_first_four(units: int, tail: str) -> None:
     # docs/decisions.md#canonical-values: the central bank may carry more than 3 decimals. Half-up
     # at 3 places depends on the 4th decimal alone, whatever digits follow it.
@@ -594,7 +596,10 @@ INVARIANT_FAILURES = [
     pytest.param(with_row("03.Set.26", "3.355", "-3.365"), id="negative-venta"),
     pytest.param(with_row("03.Set.26", "0", "3.365"), id="zero-compra"),
     pytest.param(with_row("03.Set.26", "3.355", "0.000"), id="zero-venta"),
+    pytest.param(with_row("03.Set.26", "0.0004", "3.365"), id="served-as-zero-compra"),
+    pytest.param(with_row("03.Set.26", "3.355", "0.0004999"), id="served-as-zero-venta"),
     pytest.param(with_row("03.Set.26", "3355", "3365"), id="absurd-magnitude"),
+    pytest.param(with_row("03.Set.26", "3.355", "19.9996"), id="served-as-twenty"),
     pytest.param(with_row("03.Set.26", "3.355", "33.65"), id="absurd-magnitude-venta-only"),
     pytest.param(replace_once(REAL, "03.Set.26", "31.Set.26"), id="impossible-date-31-september"),
     pytest.param(replace_once(REAL, "03.Set.26", "00.Set.26"), id="impossible-date-day-zero"),

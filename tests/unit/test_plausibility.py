@@ -228,3 +228,12 @@ def test_real_history_movement_marks_match_an_independent_decimal_computation() 
     assert marked == expected
     assert date(2026, 6, 10) in marked
     assert history[0].fecha not in marked
+
+
+def test_a_reference_that_is_not_positive_measures_no_move() -> None:
+    # Invariants keep such values out now; a registry written before they did may hold one,
+    # and the next capture must still be recorded (no division by zero).
+    previous = observation(date(2026, 9, 18), "0.000", "3.362")
+    fecha = date(2026, 9, 21)
+    reasons = plausibility_reasons(fecha, "3.354", "3.900", previous, fecha, DEFAULT_THRESHOLD)
+    assert [(r["motivo"], r.get("lado")) for r in reasons] == [("movimiento", "venta")]
