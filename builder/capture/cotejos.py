@@ -136,16 +136,20 @@ def _add(tx: WriteTransaction, mine: Observation, theirs: Observation, resultado
 def cross_check(
     registry: Registry,
     tx: WriteTransaction,
-    serie: str,
     outcomes: Sequence[Recorded | DateOutcome],
     declared: Sequence[date] = (),
 ) -> list[Pair]:
-    """Cotejos for every date of ``serie`` whose valid observation this write changed."""
-    changed = [
-        date.fromisoformat(item.fecha_serie)
-        for item in (o.outcome if isinstance(o, Recorded) else o for o in outcomes)
-        if item.outcome in ("nueva", "correccion")
-    ]
-    if serie == "publicado":
-        return write_cotejos(registry, tx, publicado_dates=changed, declared_dates=declared)
-    return write_cotejos(registry, tx, cierre_dates=changed, declared_dates=declared)
+    """Cotejos for every date whose valid observation this write changed, of either series, in
+    one pass: a write that changed both sides of a pair (an import of both series) checks it
+    once."""
+    changed: dict[str | None, list[date]] = {PUBLICADO: [], CIERRE: []}
+    for item in (o.outcome if isinstance(o, Recorded) else o for o in outcomes):
+        if item.outcome in ("nueva", "correccion"):
+            changed[item.serie].append(date.fromisoformat(item.fecha_serie))
+    return write_cotejos(
+        registry,
+        tx,
+        publicado_dates=changed[PUBLICADO],
+        cierre_dates=changed[CIERRE],
+        declared_dates=declared,
+    )

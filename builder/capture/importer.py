@@ -142,8 +142,7 @@ def record_import(stores: Stores, checked: ImportFile, now: datetime) -> Capture
                 )  # fmt: skip
             outcome = "correccion" if current is not None else "nueva"
             outcomes.append(DateOutcome(fecha, row.serie, outcome, observation.id))
-        for serie in sorted({o.serie for o in outcomes}):
-            cross_check(registry, tx, serie, [o for o in outcomes if o.serie == serie])
+        cross_check(registry, tx, outcomes)
         outcome = worst_outcome([o.outcome for o in outcomes])
         tx.add(
             dataclasses.replace(

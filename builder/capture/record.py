@@ -202,7 +202,7 @@ def record_rates(
                 record_rate(stores.registry, tx, run, evidence, rate, settings.plausibility_pct)
             )
         declared = add_manifest_entries(stores.registry, tx, run, evidence, declared_no_data)
-        cross_check(stores.registry, tx, run.spec.serie, recorded, declared)
+        cross_check(stores.registry, tx, recorded, declared)
         # A run that only declares dates without data still records something new.
         outcome = worst_outcome([r.outcome.outcome for r in recorded]) if recorded else "nueva"
         detalle = {

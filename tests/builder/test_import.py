@@ -179,3 +179,21 @@ def test_a_direct_capture_supersedes_an_import_as_new_data(stores, capture, tmp_
     assert [e.tipo for e in stores.registry.events_of(old_id)] == ["importada", "supersedida"]
     ancestors, _ = stores.registry.chain_at(new, result.revision)
     assert [a.id for a in ancestors] == [old_id]
+
+
+def test_an_import_of_both_sides_of_a_pair_checks_it_once(stores: Stores, tmp_path):
+    # Wednesday 2 September's publication points to Tuesday 1 September's close; the file holds
+    # both, discrepant (3.360 against 3.361), so the pair is checked, and alerted, once.
+    data = (
+        b"fecha_serie,compra,venta,serie\n"
+        b"2026-09-02,3.36,3.368,publicado\n"
+        b"2026-09-01,3.3605,3.368,cierre\n"
+    )
+    result = import_csv(stores, write(tmp_path, data), "ana", "both series", NOW)
+    cotejos = stores.registry.cotejos_of_revision(result.revision)
+    assert sorted((c.contraparte_fecha, c.resultado) for c in cotejos) == [
+        ("2026-09-01", "discrepante"),
+        ("2026-09-02", "discrepante"),
+    ]
+    [alert] = [a for a in stores.alerts.list() if a.tipo == "discrepancia"]
+    assert alert.contador == 1
