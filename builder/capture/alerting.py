@@ -12,7 +12,8 @@ What a revision calls for, with the rules of docs/decisions.md#alerts:
 - a failed run (execution ``fallo``) raises or bumps its failure type (``fuente_no_disponible``,
   ``cambio_formato``, ``tunel_caido``, ``invariante_fallida``), keyed by type + source;
 - a successful capture (execution kind ``capture``; a backfill does not count) resolves its
-  source's failure alerts, ``resuelta_por: "sistema"``;
+  source's failure alerts, ``resuelta_por: "sistema"``; so does one that recorded no revision
+  because every date was still pending (:func:`resolved_without_revision`);
 - a backfill that left dates missing raises ``backfill_incompleto`` (its ``fechas`` accumulate);
 - a ``discrepante`` cotejo raises ``discrepancia`` and a ``plausibilidad_baja`` event raises
   ``plausibilidad_baja``, keyed by type + source + ``fecha_serie``.
@@ -22,6 +23,8 @@ Alerts about the machine (``disco``, ``reloj_fuera_de_tolerancia``) are not in t
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from builder.capture.run import Stores
 from builder.core.canonical import parse_utc_timestamp
@@ -66,6 +69,14 @@ def alerts_after_commit(stores: Stores, revision: int) -> tuple[Alert, ...]:
     """After a write committed ``revision``: sync, then the alerts that revision touched."""
     sync_alerts(stores.registry, stores.alerts)
     return tuple(stores.alerts.alerts_of_revision(revision))
+
+
+def resolved_without_revision(stores: Stores, fuente: str, now: datetime) -> tuple[Alert, ...]:
+    """A capture of ``fuente`` that succeeded but recorded nothing (``sin_cambios``: every date
+    still pending) is still a success: after the registry's revisions, its source's failure
+    alerts are resolved (docs/decisions.md#alerts); the alerts it resolved."""
+    sync_alerts(stores.registry, stores.alerts)
+    return tuple(stores.alerts.resolve_source(ResolveSource(fuente, now)))
 
 
 def actions_of_revision(registry: Registry, revision: int) -> list[AlertAction]:

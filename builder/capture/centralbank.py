@@ -6,10 +6,10 @@ one piece of evidence and the run is one revision holding every date: observatio
 identical re-captures, corrections), manifest entries for the dates the source declares without
 data, and the cross-checks those touched. Dates still pending (``n.d.`` with nothing published
 after them) record nothing; when every date is pending the run is ``sin_cambios`` and makes no
-revision. A close dated tomorrow in Lima, after the requested range, is recorded and marked
-``plausibilidad_baja`` like any source's; one dated later fails the run as
-``invariante_fallida`` (``builder.sources.centralbank``). A failure records one event per
-requested date.
+revision, yet it is a successful capture, so it resolves the source's failure alerts. A close
+dated tomorrow in Lima, after the requested range, is recorded and marked ``plausibilidad_baja``
+like any source's; one dated later fails the run as ``invariante_fallida``
+(``builder.sources.centralbank``). A failure records one event per requested date.
 
 :func:`read_range` (fetch and parse one range, or say how it failed) is shared with the backfill
 (``builder.capture.backfill``), which reads a longer range the same way and records it as one
@@ -23,6 +23,7 @@ from datetime import date, datetime, timedelta
 
 import requests
 
+from builder.capture.alerting import resolved_without_revision
 from builder.capture.fetch import FetchFailure, HttpExchange, fetch
 from builder.capture.record import record_failure, record_rates
 from builder.capture.run import CaptureResult, OperationalChecks, Run, SourceSpec, Stores
@@ -148,6 +149,7 @@ def _record(stores: Stores, settings: Settings, run: Run, read: RangeRead) -> Ca
         return read.record_failure(stores, run)
     answer = read.answer
     if not answer.rates and not answer.declared_nd:
-        return CaptureResult(None, "sin_cambios", None, (), ())
+        resolved = resolved_without_revision(stores, run.spec.fuente, run.now)
+        return CaptureResult(None, "sin_cambios", None, (), resolved)
     declared = [day.fecha_serie for day in answer.declared_nd]
     return record_rates(stores, settings, run, read.exchange, answer.rates, declared)

@@ -331,6 +331,13 @@ class AlertStore(AlertView):
             )
         return [alert.id for alert in touched]
 
+    def resolve_source(self, action: ResolveSource) -> list[Alert]:
+        """Apply ``action`` outside any revision, for a successful capture that recorded none
+        (``sin_cambios``); the alerts it resolved."""
+        with self._immediate():
+            touched = self._resolve_source(action)
+        return [self.get(alert_id) for alert_id in touched]
+
     def acknowledge(self, alert_id: str, actor: str, now: datetime) -> Alert:
         return self._transition(alert_id, actor, now, (ABIERTA,), RECONOCIDA)
 

@@ -341,3 +341,24 @@ def test_the_next_good_capture_resolves_the_source_failure(
     good = capture_cb()
     (resolved,) = [a for a in good.alertas if a.id == failed.alertas[0].id]
     assert (resolved.estado, resolved.resuelta_por) == ("resuelta", "sistema")
+
+
+def test_a_good_capture_with_every_date_pending_resolves_the_source_failure(
+    capture_cb: Callable[..., CaptureResult], stores: Stores
+) -> None:
+    # DECISIONS 7: resolved when the next capture of that source succeeds. One whose dates are
+    # all still pending records no revision (sin_cambios), and is a success all the same.
+    failed = capture_cb(b"<html></html>")
+    pending = json.dumps(
+        periods() | {"periods": [{"name": "08.Set.26", "values": ["n.d.", "n.d."]}]}
+    ).encode()
+    good = capture_cb(pending)
+    assert (good.revision, good.outcome) == (None, "sin_cambios")
+    [resolved] = good.alertas
+    assert (resolved.id, resolved.estado, resolved.resuelta_por) == (
+        failed.alertas[0].id,
+        "resuelta",
+        "sistema",
+    )
+    assert stores.alerts.list(open_only=True) == []
+    assert stores.registry.head().revision == failed.revision  # still nothing recorded
