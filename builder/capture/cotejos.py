@@ -144,7 +144,7 @@ def cross_check(
     once."""
     changed: dict[str | None, list[date]] = {PUBLICADO: [], CIERRE: []}
     for item in (o.outcome if isinstance(o, Recorded) else o for o in outcomes):
-        if item.outcome in ("nueva", "correccion"):
+        if item.outcome in ("nueva", "correccion") and item.serie in changed:
             changed[item.serie].append(date.fromisoformat(item.fecha_serie))
     return write_cotejos(
         registry,
