@@ -12,15 +12,17 @@ import hashlib
 import uuid
 
 from sanic import Request
+from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
 from builder.core import vocabulary
 from builder.core.canonical import header_text, utc_timestamp
+from builder.core.errors import IntegrityError
 from builder.ops.health import ntp_state
 from gateway import openapi
 from gateway.api import envelope, pagetoken, params
 from gateway.api.freshness import frescura, freshness_entry
-from gateway.errors import NoObservations, NotFound
+from gateway.errors import NoObservations, NotFound, NotReady
 from gateway.handlers.logroutes import log_checkpoint, log_key, log_rows, log_tile
 from gateway.handlers.published import Published, PublishedView
 from gateway.handlers.reading import alert_list, hoy_lima, latest_dates, published, query, tree
@@ -47,7 +49,13 @@ async def health_live(request: Request) -> HTTPResponse:
 
 
 async def health_ready(request: Request) -> HTTPResponse:
-    published(request)
+    try:
+        published(request)
+    except (IntegrityError, OSError) as error:
+        # DECISIONS 9: a probe answers 503, not 500, when the published tree does not answer
+        # (a pointer truncated, emptied or replaced by a folder, a root that cannot be read).
+        error_logger.warning("not ready: %s", error)
+        raise NotReady("The published tree cannot be read.") from None
     params.no_params(query(request))
     return send(request, b'{"status":"ready"}', body_request_id=None)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -326,6 +328,31 @@ def test_ready_answers_ready_with_token(gateway: Gateway) -> None:
     resp = gateway.get("/v1/health/ready")
     assert resp.status_code == 200
     assert resp.json() == {"status": "ready"}
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda pointer: pointer.write_bytes(pointer.read_bytes()[:40]), id="cut"),
+        pytest.param(lambda pointer: pointer.write_bytes(b""), id="emptied"),
+        pytest.param(lambda pointer: (pointer.unlink(), pointer.mkdir()), id="a-folder"),
+    ],
+)
+def test_ready_is_503_while_the_published_pointer_cannot_be_read(
+    private_gateway: Gateway, damage: Callable[[Path], object]
+) -> None:
+    """DECISIONS 9: the probe answers 503 INTERNAL, retryable, not 500, when the published tree
+    does not answer; and 200 again once it does."""
+    pointer = private_gateway.site / "PUBLISHED"
+    kept = pointer.read_bytes()
+    damage(pointer)
+    resp = private_gateway.get("/v1/health/ready")
+    assert_api_error(resp, 503, "INTERNAL")
+    assert resp.json()["retryable"] is True
+    if pointer.is_dir():
+        pointer.rmdir()
+    pointer.write_bytes(kept)
+    assert private_gateway.get("/v1/health/ready").status_code == 200
 
 
 def test_rates_lists_items_ascending_with_envelope(gateway: Gateway) -> None:
