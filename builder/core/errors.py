@@ -125,7 +125,15 @@ STORAGE_ERRNOS = frozenset(
 # reverse), no permission, a loop of links, a name too long. Any other OSError (a file gone
 # between two steps, a bad descriptor) is a bug, and stays a traceback.
 PATH_ERRNOS = frozenset(
-    (errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.ELOOP, errno.ENAMETOOLONG)
+    (
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ELOOP,
+        errno.ENAMETOOLONG,
+        errno.EEXIST,  # a folder to make where something else is (a dangling link on the way)
+    )
 )
 # SQLite's primary result codes (the low byte of an extended code).
 SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 8, 10, 11, 13, 26

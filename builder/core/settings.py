@@ -8,6 +8,7 @@ any value from the environment, and refuses what a command could not use.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -128,6 +129,9 @@ def _redis_url(environ: Mapping[str, str]) -> str | None:
 def _folder(environ: Mapping[str, str], name: str) -> Path:
     """A folder setting; a path that exists must be a folder (it is created when missing)."""
     path = Path(environ.get(name) or _default(name))
+    if path.is_symlink() and not path.exists():  # it cannot be created where the link points
+        target = os.readlink(path)
+        raise SettingsError(f"{name} {path.absolute()} is a link to {target}, which is missing")
     if path.exists() and not path.is_dir():
         raise SettingsError(f"{name} {path.absolute()} is a file, not a folder")
     return path

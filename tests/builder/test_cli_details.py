@@ -251,6 +251,36 @@ def test_a_home_or_site_that_is_a_file_is_one_line(
     assert plain.read_text() == "not a folder\n"
 
 
+@pytest.mark.parametrize(
+    ("variable", "args"),
+    [
+        ("FXEV_HOME", ("capture", "--url", "http://127.0.0.1:9/x")),
+        ("FXEV_SITE", ("build",)),
+        ("FXEV_SITE", ("tick",)),
+    ],
+    ids=["home-capture", "site-build", "site-tick"],
+)
+def test_a_home_or_site_that_is_a_dangling_link_is_one_line_and_records_nothing(
+    work: Path,
+    env: dict[str, str],
+    home: Path,
+    seeded: int,
+    variable: str,
+    args: tuple[str, ...],
+) -> None:
+    """A setting that names a link to a folder that is not there (a volume not mounted) cannot
+    be made a folder: one line naming it, before a tick records its capture. (Formerly:
+    `FileExistsError` with a traceback, after the tick's capture was recorded.)"""
+    link = work / "dangling"
+    link.symlink_to(work / "not-mounted" / "site")
+    before = head_revision(home)
+    extra = {"FXEV_SOURCES": "taxauth_txt", "FXEV_TAXAUTH_URL": "http://127.0.0.1:9/x"}
+    ran = fxev(work, env, *args, **{variable: str(link)}, **extra)
+    assert str(link) in assert_one_line_error(ran, code=None)
+    assert not (work / "not-mounted").exists()
+    assert head_revision(home) == before
+
+
 # == Section 3: every command on a missing home ===============================================
 
 
