@@ -99,11 +99,16 @@ class Builder:
     def build(self, rebuild: bool = False) -> BuildResult:
         """Build under the site's exclusive lock, after sweeping what killed builds left; with
         ``rebuild``, render a fresh tree and swap it in, whatever registry the site's was of."""
+        if rebuild:
+            swap.check_beside(self.tree.site.resolve())  # before the lock's file is made
+        else:
+            self.check_owner()  # a site of another registry is left untouched, lock file too
         with sitelock.exclusive(self.tree.site):
             sitelock.sweep_leftovers(self.tree.site)
             if rebuild:
                 return self._rebuild_locked()
-            self.check_owner()
+            swap.sweep(self.tree.site.resolve())  # what a killed rebuild left beside the site
+            self.check_owner()  # again: a rebuild may have swapped the site in meanwhile
             return self._build_locked()
 
     def check_owner(self) -> None:
@@ -117,7 +122,11 @@ class Builder:
         fresh = swap.prepare(site)
         log = None if self.log is None else dataclasses.replace(self.log, replaced=site)
         fresh_builder = Builder(self.registry, self.blobs, TreeWriter(fresh), log)
-        result = fresh_builder._build_locked()
+        try:
+            result = fresh_builder._build_locked()
+        except BaseException:
+            swap.remove(fresh)  # a failed rebuild (a full disk) leaves no half tree behind
+            raise
         old = swap.exchange(fresh, site)
         self.tree.forget()
         swap.remove(old)

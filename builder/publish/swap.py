@@ -8,7 +8,9 @@ build waiting on the old site's lock excludes every later build once the folders
 reads the pointer per request sees the old tree or the new one, never neither. Where the kernel
 cannot exchange, the old folder is renamed aside and the fresh one into place (a moment with no
 site, answered 503). The old tree, left in the sibling, is removed last; a rebuild killed before
-that leaves it there, and the next rebuild removes it first.
+that leaves it there, and the next build or rebuild removes it first (:func:`sweep`). A site
+that is a mount point cannot be rebuilt: its sibling is on another file system
+(:func:`check_beside`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import shutil
 from pathlib import Path
 
+from builder.core.errors import PathError
 from builder.disk.durable import fsync_dir
 from builder.tree.layout import LOCK_FILE, rebuild_dir
 
@@ -26,11 +29,33 @@ AT_FDCWD = -100
 RENAME_EXCHANGE = 2
 
 
-def prepare(site: Path) -> Path:
-    """An empty sibling of ``site`` to render into (any leftover removed), sharing its lock."""
+def check_beside(site: Path) -> None:
+    """Refuse a rebuild of a site that is a mount point: its sibling, where the fresh tree is
+    rendered, is on another file system, so the two folders could not share the lock's file
+    or be exchanged."""
+    if site.is_dir() and _device(site) != _device(site.parent):
+        raise PathError(
+            f"cannot rebuild {site}: it is a mount point, and a rebuild renders beside it, in "
+            f"{site.parent}; mount the folder that holds the site instead"
+        )
+
+
+def _device(path: Path) -> int:
+    return os.stat(path).st_dev
+
+
+def sweep(site: Path) -> None:
+    """Remove what a rebuild killed before it finished left beside ``site`` (call under the
+    site's lock: no rebuild is running then)."""
     fresh = rebuild_dir(site)
     shutil.rmtree(fresh, ignore_errors=True)
     shutil.rmtree(_aside(fresh), ignore_errors=True)
+
+
+def prepare(site: Path) -> Path:
+    """An empty sibling of ``site`` to render into (any leftover removed), sharing its lock."""
+    sweep(site)
+    fresh = rebuild_dir(site)
     fresh.mkdir()
     os.link(site / LOCK_FILE, fresh / LOCK_FILE)  # held by the caller, so it exists
     for entry in os.scandir(site):

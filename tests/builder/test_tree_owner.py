@@ -10,6 +10,7 @@ demo's home and tree together.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -20,7 +21,8 @@ import orjson
 import pytest
 
 from builder.capture.run import Stores
-from builder.core.errors import Conflict
+from builder.core.errors import Conflict, PathError
+from builder.publish import swap
 from builder.publish.build import Builder
 from builder.publish.writer import TreeWriter
 from builder.registry.store import Registry
@@ -107,6 +109,7 @@ def test_a_build_over_a_tree_of_another_registry_refuses_and_rebuild_swaps_it_in
     seed(env, tmp_path, CSVS[:1])
     new_owner = registry_id(tmp_path / "var")
     assert new_owner != old_owner
+    (site / layout.LOCK_FILE).unlink()  # a tree copied without its lock's file
     before = tree_files(site)
 
     refused = fxev(env, "build")
@@ -115,7 +118,7 @@ def test_a_build_over_a_tree_of_another_registry_refuses_and_rebuild_swaps_it_in
     assert len(refused.stderr.splitlines()) == 1, refused.stderr
     assert old_owner in refused.stderr and new_owner in refused.stderr
     assert "--rebuild" in refused.stderr
-    assert tree_files(site) == before  # the pointer did not move back
+    assert tree_files(site) == before  # the pointer did not move back, no lock file made
 
     rebuilt = fxev(env, "build", "--rebuild")
     assert rebuilt.returncode == 0, rebuilt.stderr
@@ -203,3 +206,51 @@ def test_make_clean_removes_the_demo_home_and_tree_together(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site_out"]
     assert [p.name for p in (tmp_path / "site_out").iterdir()] == [".gitignore"]
+
+
+def seeded_and_built(tmp_path: Path) -> tuple[Path, Path]:
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    return tmp_path / "var", tmp_path / "site_out"
+
+
+def test_a_rebuild_that_fails_leaves_no_half_tree_beside_the_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rebuild that runs out of disk fails in one line; its half-rendered tree is removed,
+    not left to fill the disk for the builds after it."""
+    home, site = seeded_and_built(tmp_path)
+    before = tree_files(site)
+
+    def full_disk(self: Builder) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Builder, "_build_locked", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        build_in_process(home, site, rebuild=True)
+    assert not layout.rebuild_dir(site.resolve()).exists()
+    assert tree_files(site) == before
+
+
+def test_a_build_removes_what_a_killed_rebuild_left_beside_the_site(tmp_path: Path) -> None:
+    home, site = seeded_and_built(tmp_path)
+    leftover = layout.rebuild_dir(site.resolve())
+    leftover.mkdir()
+    (leftover / "half-a-tree").write_bytes(b"x" * 1000)
+    assert build_in_process(home, site) == 3
+    assert not leftover.exists()
+
+
+def test_a_rebuild_of_a_site_that_is_a_mount_point_is_refused_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fresh tree is rendered beside the site: with the site a mount point, the two
+    folders would be on two file systems (formerly: EXDEV with a traceback, and an empty
+    sibling left behind)."""
+    home, site = seeded_and_built(tmp_path)
+    resolved = site.resolve()
+    monkeypatch.setattr(swap, "_device", lambda path: 1 if path == resolved else 2)
+    with pytest.raises(PathError, match="is a mount point"):
+        build_in_process(home, site, rebuild=True)
+    assert not layout.rebuild_dir(resolved).exists()
