@@ -190,8 +190,11 @@ class Builder:
         if head.revision != published:
             faults.crash_point("build_before_pointer")
             self.tree.publish(head.revision, sorted(tags))
+            faults.crash_point("build_after_pointer")
         if log is not None and (signed or head.revision != published):
             log.finish(head.revision, published or 0)
+        elif log is not None:
+            log.catch_up(head.revision)  # a build killed between the pointer and finish
         explorer.sweep(drawn)
         return BuildResult(head.revision, tuple(built), tuple(sorted(tags)))
 

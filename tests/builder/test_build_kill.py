@@ -225,6 +225,31 @@ def test_resumed_tree_has_the_same_files_as_a_one_shot_build_except_the_publish_
     assert_same_files_except_publish_log(world, site)
 
 
+def test_a_build_killed_just_after_the_pointer_moved_is_finished_by_the_next(
+    world: World, tmp_path: Path
+) -> None:
+    """Killed between the pointer's switch and the log's finish: the next build, with nothing
+    new to render, still makes ``log/checkpoint`` the published size's and prunes what the
+    killed build would have, so the log is what a build never killed leaves."""
+    site = copy_site(world, tmp_path / "site")
+    proc = run_build(world, site, FXEV_FAULT_KILL_AT="build_after_pointer")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    assert TreeReader(site).published_revision() == HEAD
+    stale = (site / "log/checkpoint").read_text()
+    assert stale == (site / f"log/checkpoints/{FIRST}").read_text()
+
+    result = finish(world, site)
+    assert (result["published_revision"], result["built_revisions"]) == (HEAD, 0)
+    assert (site / "log/checkpoint").read_text() == (site / f"log/checkpoints/{HEAD}").read_text()
+    never_killed = copy_site(world, tmp_path / "never-killed")
+    finish(world, never_killed)
+    assert log_files(site) == log_files(never_killed)
+
+
+def log_files(site: Path) -> dict[str, bytes]:
+    return {k: v for k, v in tree_files(site).items() if k.startswith("log/")}
+
+
 # -- killed at random instants ---------------------------------------------------------------------
 
 
