@@ -278,16 +278,16 @@ class LogWriter:
 
     def catch_up(self, size: int) -> None:
         """:meth:`finish` for a build killed after the pointer named ``size`` and before it
-        finished: ``log/checkpoint`` still names the size published before, which is where the
-        pruning starts. A no-op when it names ``size`` (or the log holds no checkpoint of it)."""
+        finished (``log/checkpoint`` still the size published before): pruning from 0 removes
+        what that build would have, since earlier builds pruned the rest. A no-op when
+        ``log/checkpoint`` is ``size``'s (or the log holds no checkpoint of it)."""
         signed = self.reader.checkpoint(size)
         try:
             current = (self.reader.root / CHECKPOINT).read_text()
         except FileNotFoundError:
             current = None
-        if signed is None or current == signed:
-            return
-        self.finish(size, _size_of(current) if current is not None else 0)
+        if signed is not None and current != signed:
+            self.finish(size, 0)
 
     def _write(self, relative: str, data: bytes, replace: bool = False) -> None:
         path = self.reader.root / relative
@@ -295,13 +295,6 @@ class LogWriter:
             replace_durably(path, data, staging=self.tree.staging)
         else:
             write_once(path, data, staging=self.tree.staging)
-
-
-def _size_of(checkpoint: str) -> int:
-    """The tree size a checkpoint's text names (its second line), or 0 when it names none."""
-    lines = checkpoint.split("\n")
-    size = lines[1] if len(lines) > 1 else ""
-    return int(size) if size.isascii() and size.isdigit() else 0
 
 
 def prune_partials(root: Path, old: int, new: int) -> None:
