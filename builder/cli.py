@@ -57,7 +57,7 @@ from builder.registry.verify import verify_registry
 from builder.store.commands import run_mirror, run_publish
 from builder.tree.layout import POINTER
 from tokens.cli import add_token_commands
-from verifier.command import run_verify_command
+from verifier.cli import add_verify_command
 
 COMMAND_GROUP = "fxev.commands"
 DESCRIPTION = "fxev: the operator's command line (capture, build, tokens, serving, evidence)"
@@ -233,15 +233,6 @@ def cmd_mirror(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
-    """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404) or
-    a usage error: an empty ``--vkey`` is a key that cannot be used, not a key left out."""
-    vkey = settings.log_vkey if args.vkey is None else args.vkey
-    verdict = run_verify_command(args, settings.token, vkey)
-    emit(verdict.to_json())
-    return verdict.exit_code
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="fxev", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -338,19 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify = registry.add_parser("verify", help="walk the hash chain and every evidence blob")
     verify.set_defaults(handler=cmd_registry_verify)
 
-    verify_help = "check an observation (or a saved rates response) against its evidence, over HTTP"
-    verifying = commands.add_parser("verify", help=verify_help)
-    verifying.add_argument(
-        "observacion_id", nargs="?", metavar="OBSERVACION_ID", help="the observation to check"
-    )
-    verifying.add_argument("--response", metavar="FILE", help="a saved /v1/rates response")
-    verifying.add_argument("--url", metavar="BASE_URL", help="the API's base URL")
-    verifying.add_argument("--vkey", metavar="VKEY", help="the log's verifier key (FXEV_LOG_VKEY)")
-    verifying.add_argument("--state", metavar="FILE", help="the last checkpoint seen, kept here")
-    verifying.add_argument("--proof", metavar="FILE", help="offline: a tlog-proof (fxev log proof)")
-    verifying.add_argument("--record", metavar="FILE", help="with --proof: its observation's JSON")
-    verifying.add_argument("--rows", metavar="FILE", help="with --proof: its /v1/log/rows/N list")
-    verifying.set_defaults(handler=cmd_verify)
+    add_verify_command(commands)
 
     export = commands.add_parser("export", help="export the registry").add_subparsers(
         dest="export_command", required=True
@@ -397,4 +376,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. An :class:`FxevError` (``builder.core.errors``), a full disk among them,
     is one line on stderr and the error's exit code; anything else is a bug and a traceback."""
     args = build_parser().parse_args(argv)
+    if not getattr(args, "reads_settings", True):  # the consumer's `verify`: two settings only
+        return reported(lambda: args.handler(args, os.environ))
     return reported(lambda: args.handler(args, load_settings(os.environ)))

@@ -217,8 +217,12 @@ def chain_checks(detail: Body, members: Mapping[str, Body | None]) -> list[Check
     cadena = detail["cadena"]
     records = [*cadena["ancestros"], observation, *cadena["sucesoras"]]
     failures = 0
+
+    def detail_of(member_id: str) -> Body | None:
+        return detail if member_id == observation["id"] else members.get(member_id)
+
     for index, (member_id, record) in enumerate(zip(ids, records, strict=True)):
-        member = members.get(member_id) if member_id != observation["id"] else detail
+        member = detail_of(member_id)
         if member is None:
             checks.add("fail", "chain", f"link {member_id} does not resolve")
             failures += 1
@@ -238,7 +242,7 @@ def chain_checks(detail: Body, members: Mapping[str, Body | None]) -> list[Check
             checks.add("fail", "chain", f"link {member_id} is about {key}, another date or series")
             failures += 1
         if index + 1 < len(ids):
-            failures += _link_checks(checks, member, ids[index + 1], members.get(ids[index + 1]))
+            failures += _link_checks(checks, member, ids[index + 1], detail_of(ids[index + 1]))
     superseded = bool(detail["cadena"]["sucesoras"])
     if detail.get("superseded") != superseded:
         checks.add(

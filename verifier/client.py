@@ -11,6 +11,7 @@ the log is a failed log check (``verifier.logcheck``).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -20,8 +21,12 @@ import requests
 
 from builder.core.errors import RemoteError
 
-TIMEOUT_S = (10.0, 30.0)
+TIMEOUT_S = (10.0, 30.0)  # to connect; between two reads
+READ_DEADLINE_S = 120.0  # for one whole answer: a service trickling bytes is not waited on for ever
+BODY_MAX = 64 << 20  # bytes of any answer: far above an observation, a tile or an evidence file
+CHECKPOINT_MAX = 64 << 10  # bytes of a checkpoint, a few hundred when signed
 MAX_RATE_LIMIT_WAITS = 5
+MAX_WAIT_S = 60.0  # the longest Retry-After waited: the minute's limit; a day's is not waited
 USER_AGENT = "fxev-verify/0.1"
 
 
@@ -29,6 +34,17 @@ class ClientError(RemoteError):
     """The API could not be asked or did not answer: not a verdict on the data (exit 2)."""
 
     command = "verify"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Fetched:
+    """One answer read whole, within :data:`BODY_MAX` bytes and :data:`READ_DEADLINE_S`."""
+
+    url: str
+    status_code: int
+    reason: str
+    headers: Mapping[str, str]
+    content: bytes
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,20 +94,23 @@ class ApiClient:
     def log(self, path: str) -> bytes | None:
         """``/v1/log/{path}`` (memoised per run: tiles never change), or None on 404."""
         if path not in self._log:
-            response = self._get(f"/v1/log/{path}", missing_ok=True)
+            limit = CHECKPOINT_MAX if path == "checkpoint" else BODY_MAX
+            response = self._get(f"/v1/log/{path}", missing_ok=True, limit=limit)
             self._log[path] = None if response is None else response.content
         return self._log[path]
 
-    def _get(self, path: str, *, missing_ok: bool) -> requests.Response | None:
+    def _get(self, path: str, *, missing_ok: bool, limit: int = BODY_MAX) -> Fetched | None:
         url = self.base_url + path
         for attempt in range(MAX_RATE_LIMIT_WAITS + 1):
-            try:
-                response = self.session.get(url, timeout=TIMEOUT_S)
-            except requests.RequestException as error:
-                raise ClientError(f"GET {url}: {error}") from None
+            response = _fetch(self.session, url, limit)
             if response.status_code == 429:
+                wait = _retry_after(response)
+                if wait > MAX_WAIT_S:
+                    raise ClientError(
+                        f"GET {url}: 429 RATE_LIMITED, Retry-After {wait:.0f} s: not waited"
+                    )
                 if attempt < MAX_RATE_LIMIT_WAITS:
-                    self.sleep(_retry_after(response))
+                    self.sleep(wait)
                 continue
             if response.status_code == 200:
                 return response
@@ -101,14 +120,45 @@ class ApiClient:
         raise ClientError(f"GET {url}: still 429 RATE_LIMITED after {MAX_RATE_LIMIT_WAITS} waits")
 
 
-def _retry_after(response: requests.Response) -> float:
+def _fetch(session: requests.Session, url: str, limit: int) -> Fetched:
+    """GET ``url`` and read its body whole, refusing one over ``limit`` bytes or still coming
+    after :data:`READ_DEADLINE_S` (a hostile or broken service never holds the verifier)."""
+    deadline = time.monotonic() + READ_DEADLINE_S
     try:
-        return max(1.0, float(response.headers.get("Retry-After", "1")))
+        with session.get(url, timeout=TIMEOUT_S, stream=True) as response:
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_content(1 << 16):
+                size += len(chunk)
+                if size > limit:
+                    raise ClientError(f"GET {url}: the answer is over {limit} bytes")
+                if time.monotonic() > deadline:
+                    raise ClientError(f"GET {url}: not read whole in {READ_DEADLINE_S:.0f} s")
+                chunks.append(chunk)
+            return Fetched(
+                url,
+                response.status_code,
+                response.reason or "",
+                response.headers,
+                b"".join(chunks),
+            )
+    except requests.RequestException as error:
+        raise ClientError(f"GET {url}: {error}") from None
+
+
+def _retry_after(response: Fetched) -> float:
+    """The seconds ``Retry-After`` asks for (at least 1; an unreadable one is 1; one that is
+    not finite is infinite, and never waited)."""
+    try:
+        wait = float(response.headers.get("Retry-After", "1"))
     except ValueError:
         return 1.0
+    if math.isnan(wait):
+        return 1.0
+    return max(1.0, wait)
 
 
-def _describe(response: requests.Response) -> str:
+def _describe(response: Fetched) -> str:
     """``401 UNAUTHORIZED: message`` from an error body, or the bare status."""
     try:
         body = orjson.loads(response.content)
@@ -119,7 +169,7 @@ def _describe(response: requests.Response) -> str:
     return f"{response.status_code} {response.reason}"
 
 
-def _json(response: requests.Response) -> dict[str, Any]:
+def _json(response: Fetched) -> dict[str, Any]:
     try:
         value = orjson.loads(response.content)
     except orjson.JSONDecodeError as error:

@@ -41,7 +41,7 @@ from verifier.checks import (
     value_checks,
 )
 from verifier.client import ApiClient, ClientError
-from verifier.logcheck import LogOptions, log_checks
+from verifier.logcheck import LogOptions, LogView, keep_checkpoint, log_checks
 from verifier.proofcheck import ProofVerdict, check_proof, record_observation
 
 Out = Callable[[str], None]
@@ -93,7 +93,8 @@ def parse_saved_response(data: bytes) -> SavedResponse:
         body = orjson.loads(data)
     except orjson.JSONDecodeError as error:
         raise VerifyError(f"the saved response is not JSON: {error}") from None
-    if not isinstance(body, dict) or not isinstance(body.get("dataset_revision"), int):
+    revision = body.get("dataset_revision") if isinstance(body, dict) else None
+    if type(revision) is not int or revision < 1:  # a bool is no revision
         raise VerifyError("the saved response has no dataset_revision: not an fxev rates body")
     if isinstance(body.get("items"), list):
         items = tuple(body["items"])
@@ -159,20 +160,25 @@ class MalformedAnswer(VerifyError, RemoteError):
 
 
 def verify_observation(
-    client: ApiClient, obs_id: str, out: Out, log: LogOptions | None = None
+    client: ApiClient,
+    obs_id: str,
+    out: Out,
+    log: LogOptions | None = None,
+    view: LogView | None = None,
 ) -> list[Check]:
     """Every check of one observation; each printed through ``out`` as it is made. With
-    ``log``, also against the transparency log (``verifier.logcheck``)."""
+    ``log``, also against the transparency log (``verifier.logcheck``), through the run's
+    ``view`` of it."""
     try:
-        return _verify_observation(client, obs_id, out, log)
-    except (KeyError, TypeError, AttributeError) as error:
+        return _verify_observation(client, obs_id, out, log, view)
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError) as error:
         raise MalformedAnswer(
             f"observation {obs_id}: the API's answer is not shaped as the spec says ({error!r})"
         ) from None
 
 
 def _verify_observation(
-    client: ApiClient, obs_id: str, out: Out, log: LogOptions | None
+    client: ApiClient, obs_id: str, out: Out, log: LogOptions | None, view: LogView | None
 ) -> list[Check]:
     detail = client.observation(canonical_uuid(obs_id))
     assert detail is not None
@@ -191,16 +197,29 @@ def _verify_observation(
     }
     checks += chain_checks(detail, members)
     if log is not None:
-        checks += log_checks(client, detail, hashlib.sha256(evidence.body).hexdigest(), log)
+        sha256 = hashlib.sha256(evidence.body).hexdigest()
+        checks += log_checks(client, detail, sha256, log, view)
     for check in checks:
         out(check.line)
     return checks
 
 
 def verify_saved_response(
-    client: ApiClient, saved: SavedResponse, out: Out, log: LogOptions | None = None
+    client: ApiClient,
+    saved: SavedResponse,
+    out: Out,
+    log: LogOptions | None = None,
+    view: LogView | None = None,
 ) -> list[Check]:
-    """Every item of a saved response: its observation's checks, then the item's."""
+    """Every item of a saved response: its observation's checks, then the item's. An API
+    behind the response's revision cannot tell what was valid at it: nothing is concluded
+    (``ClientError``, exit 2), as for a 404 below."""
+    served = served_revision(client)
+    if served is not None and served < saved.dataset_revision:
+        raise ClientError(
+            f"the API is at revision {served}, behind the response's {saved.dataset_revision}:"
+            " its items cannot be checked against it (run again later)"
+        )
     checks: list[Check] = []
     for item in saved.items:
         obs_id = canonical_uuid(item["observacion_id"])
@@ -219,12 +238,12 @@ def verify_saved_response(
             out(unknown.line)
             checks.append(unknown)
             continue
-        checks += verify_observation(client, obs_id, out, log)
+        checks += verify_observation(client, obs_id, out, log, view)
         detail = client.observation(obs_id)
         assert detail is not None
         try:
             item_result = item_checks(item, detail, saved.dataset_revision)
-        except (KeyError, TypeError, AttributeError) as error:
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError) as error:
             raise MalformedAnswer(
                 f"item {item['observacion_id']}: not shaped as the spec says ({error!r})"
             ) from None
@@ -294,10 +313,14 @@ def run_verify(
         print(line, flush=True)
 
     with closing(ApiClient(url, token)) as client:
+        view = None if log is None else LogView(client, log.key)
         if response is not None:
-            checks = verify_saved_response(client, read_saved_response(Path(response)), out, log)
+            saved = read_saved_response(Path(response))
+            checks = verify_saved_response(client, saved, out, log, view)
         else:
-            checks = verify_observation(client, observacion_id or "", out, log)
+            checks = verify_observation(client, observacion_id or "", out, log, view)
+        if log is not None and view is not None:
+            keep_checkpoint(view, log, checks)
     verdict = Verdict(tuple(checks))
     out(f"checked: {verdict.checked} observation(s)")
     return verdict

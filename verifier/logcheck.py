@@ -6,8 +6,8 @@ With the log's verifier key (obtained out of band, never from the service it che
    name as origin;
 2. with ``--state FILE``, the checkpoint must extend the one saved there by an earlier run (a
    consistency proof built from the tiles): a log that does not is "history rewritten"; a log
-   smaller than the saved checkpoint (a gateway whose mirror lags) is a notice, and the saved
-   checkpoint stays;
+   smaller than the saved checkpoint (a gateway whose mirror lags) must be a prefix of it, proved
+   from the tiles of the saved size (a notice, and the saved checkpoint stays), or fails;
 3. the leaf of every revision the observation's record involves (its creation, each event, each
    cotejo, the evidence's recording) is read from its entry bundle, must be the one the level-0
    tile holds, and must be included in the checkpoint's tree (an inclusion proof built from the
@@ -25,7 +25,7 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from builder.core.errors import STORAGE_ERRNOS, PathError
 from builder.tlog import leaf as leaves
 from builder.tlog import merkle, note, tiles
 from verifier.checks import Body, Check
-from verifier.client import ApiClient
+from verifier.client import ApiClient, ClientError
 
 RECORDING = ("capturada", "importada")
 STATE_MAX = 65_536  # a signed checkpoint is a few hundred bytes
@@ -47,6 +47,10 @@ class LogOptions:
 
 class LogFailure(Exception):
     """One log check failed: its message, reported as a ``fail``."""
+
+
+class _Missing(LogFailure):
+    """A file of the log the service did not serve (404)."""
 
 
 class _Found:
@@ -78,8 +82,10 @@ def expected_rows(detail: Body, evidence_sha256: str) -> dict[int, list[tuple[st
     wanted: dict[int, list[tuple[str, str, str]]] = {}
 
     def want(revision: Any, table: str, record: Any, what: str) -> None:
+        if type(revision) is not int:  # not a bool, not a text of digits
+            raise TypeError(f"the revision of {what} is {revision!r}, not a number")
         digest = record if isinstance(record, str) else leaves.row_hash(record)
-        wanted.setdefault(int(revision), []).append((table, digest, what))
+        wanted.setdefault(revision, []).append((table, digest, what))
 
     want(observation["revision_creada"], "observations", observation, "the observation")
     for event in detail["eventos"]:
@@ -99,11 +105,12 @@ class LogView:
         self.key = key
         self.checkpoint: note.Checkpoint | None = None
         self.signed = ""
+        self.behind = False  # the served log is a prefix of the saved checkpoint, which stays
 
     def fetch(self, path: str) -> bytes:
         data = self.client.log(path)
         if data is None:
-            raise LogFailure(f"/v1/log/{path} is missing (404)")
+            raise _Missing(f"/v1/log/{path} is missing (404)")
         return data
 
     def read_tile(self, tile: tiles.Tile) -> bytes:
@@ -158,56 +165,90 @@ class LogView:
         return data
 
     def consistent_with(self, saved: str) -> tuple[int, int]:
-        """(old size, new size) once the checkpoint extends the ``saved`` one, or LogFailure.
+        """(old size, new size) once the checkpoint and the ``saved`` one are of one log, or
+        LogFailure.
 
-        A checkpoint smaller than the saved one is returned as it is (old size > new size), not
-        refused: a gateway whose mirror has not caught up yet serves an older checkpoint of the
-        same log, and its tiles cannot prove or disprove that it is a prefix of the newer one."""
+        The served checkpoint must extend the saved one. One smaller than it (a gateway whose
+        mirror has not caught up yet serves an older checkpoint of the same log) must be a
+        prefix of it, proved from the tiles of the saved size, which the log keeps: a service
+        that cannot show them is not checked (exit 2), never passed, or a fork kept behind
+        what a consumer saw would never be refused."""
         new = self.open_checkpoint()
         try:
             old = note.parse_checkpoint(note.open_note(saved, self.key))
         except note.NoteError as error:
             raise LogFailure(f"the saved checkpoint does not verify: {error}") from None
         if old.size > new.size:
-            return old.size, new.size
-        try:
-            proof = (
-                merkle.consistency_proof(
-                    old.size, new.size, tiles.tile_reader(new.size, self.read_tile)
-                )
-                if old.size
-                else []
-            )
-            merkle.verify_consistency(old.size, new.size, old.root, new.root, proof)
-        except (merkle.ProofError, ValueError):
-            raise LogFailure(
+            self._prove_prefix(new, old)
+        else:
+            rewritten = (
                 f"history rewritten: the log of {new.size} revisions does not extend the"
                 f" checkpoint of {old.size} seen before"
-            ) from None
+            )
+            self._prove(old, new, rewritten)
         return old.size, new.size
+
+    def _prove_prefix(self, served: note.Checkpoint, saved: note.Checkpoint) -> None:
+        """``served`` (smaller) is a prefix of ``saved``: proved from the tiles of ``saved``'s
+        size, which a log keeps for every checkpoint it signed. A service that does not hold
+        them (a gateway whose mirror lags) cannot be checked yet: ``ClientError`` (exit 2)."""
+        rewritten = (
+            f"history rewritten: the log of {served.size} revisions is not a prefix of the"
+            f" checkpoint of {saved.size} seen before"
+        )
+        try:
+            self._prove(served, saved, rewritten)
+        except _Missing as missing:
+            raise ClientError(
+                f"the log of {served.size} revisions is behind the checkpoint of {saved.size}"
+                f" seen before, and {missing}: it cannot be checked against it (a gateway not"
+                " caught up yet: run again)"
+            ) from None
+
+    def _prove(self, smaller: note.Checkpoint, larger: note.Checkpoint, rewritten: str) -> None:
+        """``larger``'s tree extends ``smaller``'s, proved from the tiles of ``larger``'s size
+        (``_Missing`` when the service lacks one of them), or LogFailure(``rewritten``)."""
+        if smaller.size:
+            try:
+                proof = merkle.consistency_proof(
+                    smaller.size, larger.size, tiles.tile_reader(larger.size, self.read_tile)
+                )
+            except (merkle.ProofError, ValueError):
+                raise LogFailure(rewritten) from None
+        else:
+            proof = []
+        try:
+            merkle.verify_consistency(smaller.size, larger.size, smaller.root, larger.root, proof)
+        except merkle.ProofError:
+            raise LogFailure(rewritten) from None
 
 
 def log_checks(
-    client: ApiClient, detail: Body, evidence_sha256: str, options: LogOptions
+    client: ApiClient,
+    detail: Body,
+    evidence_sha256: str,
+    options: LogOptions,
+    view: LogView | None = None,
 ) -> list[Check]:
+    """The log's checks of one observation, through ``view`` (one per run: its checkpoint read
+    and checked once). Nothing is saved here: :func:`keep_checkpoint` saves once per run."""
     found = _Found(detail["observacion"]["id"])
-    view = LogView(client, options.key)
+    view = view or LogView(client, options.key)
     with _failing(found):
         checkpoint = view.open_checkpoint()
         found.ok(f"checkpoint of {checkpoint.size} revisions signed by {options.key.name}")
     if view.checkpoint is None:
         return found.items
-    keep_saved = False  # the served log is behind the saved checkpoint, which stays
     if options.state is not None and options.state.exists():
         with _failing(found):
             saved = read_state(options.state)
             if saved:  # empty (made by mktemp, say), as missing: nothing seen yet
                 old, new = view.consistent_with(saved)
                 if old > new:
-                    keep_saved = True
+                    view.behind = True
                     found.notice(
                         f"log of {new} revisions is behind the checkpoint of {old} seen before"
-                        f" (a gateway not caught up yet): consistency not checked, {old} kept"
+                        f" (a gateway not caught up yet): a prefix of it, {old} kept"
                     )
                 else:
                     found.ok(f"log of {new} revisions extends the checkpoint of {old} seen before")
@@ -221,14 +262,23 @@ def log_checks(
             if leaf.revision != revision:
                 raise LogFailure(f"leaf {revision - 1} is of revision {leaf.revision}")
             found.ok(f"leaf of revision {revision} is in the signed tree")
-            for table, digest, what in rows:
-                if not leaf.has(table, digest):
-                    raise LogFailure(f"the leaf of revision {revision} does not commit to {what}")
-            found.ok(f"leaf of revision {revision} commits to {len(rows)} served record(s)")
-    failed = any(c.status == "fail" for c in found.items)
-    if options.state is not None and not failed and not keep_saved:
-        save_state(options.state, view.signed)
+            missing = [what for table, digest, what in rows if not leaf.has(table, digest)]
+            for what in missing:  # each one reported
+                found.fail(f"the leaf of revision {revision} does not commit to {what}")
+            if not missing:
+                found.ok(f"leaf of revision {revision} commits to {len(rows)} served record(s)")
     return found.items
+
+
+def keep_checkpoint(view: LogView, options: LogOptions, checks: Sequence[Check]) -> None:
+    """At the end of a run, with ``--state``: save the checkpoint ``view`` verified when every
+    log check of the run passed (every item's, with ``--response``), unless the served log was
+    behind the saved checkpoint, which stays."""
+    if options.state is None or view.checkpoint is None or view.behind:
+        return
+    if any(check.check == "log" and check.status == "fail" for check in checks):
+        return
+    save_state(options.state, view.signed)
 
 
 def read_state(path: Path) -> str:

@@ -91,7 +91,10 @@ def reparse(body: bytes, given: ReparseInput) -> Reparsed:
         raise ReparseRefused(
             f"observation was parsed by {given.version_parser}; this install has {installed}"
         )
-    today = today_in_lima(parse_utc_timestamp(given.capturado_en))
+    try:
+        today = today_in_lima(parse_utc_timestamp(given.capturado_en))
+    except (TypeError, ValueError, OverflowError):
+        raise ReparseRefused(f"capturado_en {given.capturado_en!r} is not a UTC instant") from None
     name = installed.rsplit("-", 1)[0]
     try:
         rates = _parse(name, body, given, today)

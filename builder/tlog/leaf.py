@@ -91,7 +91,10 @@ def decode(data: bytes, rows_list: bytes | None = None) -> Leaf:
             raise LeafError("the leaf names a rows list that was not given")
         if hashlib.sha256(rows_list).hexdigest() != value.get("rows_sha256"):
             raise LeafError("the rows list does not match the leaf's rows_sha256")
-        rows = orjson.loads(rows_list)
+        try:
+            rows = orjson.loads(rows_list)
+        except orjson.JSONDecodeError:
+            raise LeafError("the rows list the leaf names is not JSON") from None
     try:
         return Leaf(
             int(value["revision"]),

@@ -223,12 +223,69 @@ def test_state_catches_a_log_rebuilt_differently(private_gateway: Gateway, tmp_p
     assert orjson.loads(out.splitlines()[-1])["ok"] is False
 
 
-def test_state_keeps_a_newer_checkpoint_when_the_served_log_is_behind(
+def settled_id(gateway: Gateway, before: int) -> str:
+    """An observation whose every record (events and cotejos too) is of a revision before
+    ``before``, so the log of ``before - 1`` revisions holds all its leaves."""
+    rates = "/v1/rates?currency=USD&series=publicado&from=2026-01-01&to=2026-12-31"
+    for item in gateway.get(rates).json()["items"]:
+        detail = gateway.get(f"/v1/observations/{item['observacion_id']}").json()
+        revisions = [detail["observacion"]["revision_creada"]]
+        revisions += [e["revision"] for e in detail["eventos"] + detail["cotejos"]]
+        if max(revisions) < before:
+            return item["observacion_id"]
+    raise AssertionError(f"the demo has no observation settled before revision {before}")
+
+
+def test_state_keeps_a_newer_checkpoint_when_the_served_log_is_a_prefix_of_it(
     private_gateway: Gateway, tmp_path: Path
 ) -> None:
-    """A gateway whose mirror lags serves an older checkpoint of the same log: `--state` reports
-    it as a notice (exit 0), not "history rewritten", and keeps the newer checkpoint it saved,
+    """A gateway whose mirror lags serves an older checkpoint of the same log: `--state` proves
+    it a prefix of the newer one it saved (from the tiles of that size, which the log keeps),
+    reports it as a notice (exit 0), not "history rewritten", and keeps the newer checkpoint,
     so the next run against an up-to-date gateway is checked against that one."""
+    key = vkey(private_gateway)
+    size = private_gateway.get(LATEST).json()["dataset_revision"]
+    obs_id = settled_id(private_gateway, size)
+    state = tmp_path / "seen"
+    assert verify(private_gateway, obs_id, "--vkey", key, "--state", str(state))[0] == 0
+    saved = state.read_text()
+    # The log as a gateway one revision behind serves it: the checkpoint of size - 1, signed by
+    # the same key, with its partial tiles (the first size - 1 hashes and entries), beside the
+    # tiles of the size this consumer saw. The published revision's checkpoint is replaced.
+    log = private_gateway.site / "log"
+    hashes = (log / tiles.Tile(0, 0, size).path).read_bytes()
+    entries = tiles.decode_bundle((log / tiles.Tile(-1, 0, size).path).read_bytes())
+    (log / tiles.Tile(0, 0, size - 1).path).write_bytes(hashes[: 32 * (size - 1)])
+    (log / tiles.Tile(-1, 0, size - 1).path).write_bytes(tiles.encode_bundle(entries[:-1]))
+    leaves = [hashes[32 * i : 32 * (i + 1)] for i in range(size - 1)]
+    root = merkle.tree_hash(
+        size - 1, lambda level, i: merkle.perfect_root(leaves[i << level :][: 1 << level])
+    )
+    from cryptography.hazmat.primitives import serialization
+
+    private = serialization.load_pem_private_key(
+        (private_gateway.home / "log.key").read_bytes(), password=None
+    )
+    origin = note.parse_verifier_key(key).name
+    behind = note.sign(note.Checkpoint(origin, size - 1, root).text, origin, private)  # type: ignore[arg-type]
+    (log / "checkpoints" / str(size)).write_text(behind)
+    assert f"\n{size - 1}\n" in private_gateway.get("/v1/log/checkpoint").text
+    code, out, _ = verify(private_gateway, obs_id, "--vkey", key, "--state", str(state))
+    assert code == 0, out
+    *plain, last = out.splitlines()
+    behind = [line for line in plain if "is behind the checkpoint" in line]
+    assert len(behind) == 1 and f"of {size} seen before" in behind[0], out
+    assert not any(line.startswith("FAIL") for line in plain), out
+    assert [f["level"] for f in orjson.loads(last)["findings"]] == ["notice"]
+    assert state.read_text() == saved  # never rolled back to the older checkpoint
+
+
+def test_a_served_log_behind_a_saved_checkpoint_it_cannot_be_checked_against_is_exit_2(
+    private_gateway: Gateway, tmp_path: Path
+) -> None:
+    """A saved checkpoint of a size whose tiles the service does not hold (a gateway whose
+    mirror lags, or a fork kept behind what the consumer saw): the served log cannot be shown
+    a prefix of it, so the run cannot conclude (exit 2, "run again"); it never passes."""
     key = vkey(private_gateway)
     obs_id = latest_id(private_gateway)
     state = tmp_path / "seen"
@@ -242,14 +299,11 @@ def test_state_keeps_a_newer_checkpoint_when_the_served_log_is_behind(
     newer = note.Checkpoint(served.origin, served.size + 1, bytes(32)).text
     saved = note.sign(newer, served.origin, private)  # type: ignore[arg-type]
     state.write_text(saved)
-    code, out, _ = verify(private_gateway, obs_id, "--vkey", key, "--state", str(state))
-    assert code == 0, out
-    *plain, last = out.splitlines()
-    behind = [line for line in plain if "is behind the checkpoint" in line]
-    assert len(behind) == 1 and f"of {served.size + 1} seen before" in behind[0], out
-    assert not any(line.startswith("FAIL") for line in plain), out
-    assert [f["level"] for f in orjson.loads(last)["findings"]] == ["notice"]
-    assert state.read_text() == saved  # never rolled back to the older checkpoint
+    code, out, err = verify(private_gateway, obs_id, "--vkey", key, "--state", str(state))
+    assert code == 2, out + err
+    assert f"behind the checkpoint of {served.size + 1} seen before" in err
+    assert "run again" in err and "Traceback" not in err
+    assert state.read_text() == saved
 
 
 def test_an_unusable_state_file_is_a_named_finding_or_one_line_never_a_traceback(

@@ -13,7 +13,7 @@ import requests
 import responses
 
 from builder import cli
-from verifier.client import MAX_RATE_LIMIT_WAITS, ApiClient, ClientError
+from verifier.client import CHECKPOINT_MAX, MAX_RATE_LIMIT_WAITS, ApiClient, ClientError
 
 BASE = "https://fxev.test"
 OBS = "706171d6-e09b-4100-8581-85ff80219080"
@@ -131,3 +131,46 @@ def test_usage_errors_exit_2_without_asking(
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
     assert len(api.calls) == 0
+
+
+def test_an_answer_over_its_size_limit_is_an_error_not_read_whole(
+    api: responses.RequestsMock,
+) -> None:
+    """A service sending far more than a checkpoint is refused once past the limit, not held
+    in memory for as long as it keeps sending."""
+    api.get(f"{BASE}/v1/log/checkpoint", body=b"x" * (CHECKPOINT_MAX + 1))
+    with pytest.raises(ClientError, match=f"over {CHECKPOINT_MAX} bytes"):
+        client().log("checkpoint")
+
+
+def test_a_checkpoint_within_its_limit_is_read_whole(api: responses.RequestsMock) -> None:
+    api.get(f"{BASE}/v1/log/checkpoint", body=b"x" * CHECKPOINT_MAX)
+    assert client().log("checkpoint") == b"x" * CHECKPOINT_MAX
+
+
+@pytest.mark.parametrize("retry_after", ["3601", "inf", "1e9"])
+def test_a_retry_after_longer_than_a_minute_is_not_waited(
+    api: responses.RequestsMock, retry_after: str
+) -> None:
+    """The minute's limit asks for a minute at most; a longer wait (the day's limit, or a
+    hostile header) is an error at once (exit 2), never a sleep of hours or years."""
+    api.get(OBS_URL, status=429, headers={"Retry-After": retry_after})
+    slept: list[float] = []
+    with pytest.raises(ClientError, match="not waited"):
+        client(slept).observation(OBS)
+    assert slept == []
+
+
+def test_verify_reads_no_operator_setting(
+    api: responses.RequestsMock,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A consumer's machine may hold a malformed operator setting: `fxev verify` reads only
+    FXEV_TOKEN and FXEV_LOG_VKEY, so it still asks (here, an answer lacking a spec field)."""
+    api.get(OBS_URL, body=orjson.dumps({"observacion": {"id": OBS}}))
+    monkeypatch.setenv("FXEV_TOKEN", "fxev_secret")
+    monkeypatch.setenv("FXEV_PLAUSIBILITY_PCT", "abc")
+    assert cli.main(["verify", OBS, "--url", BASE]) == 2
+    assert "not shaped as the spec says" in capsys.readouterr().err
+    assert len(api.calls) == 1
