@@ -68,6 +68,10 @@ def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
     app.config.AUTO_EXTEND = False
     app.config.REQUEST_MAX_SIZE = head.BODY_MAX  # as much as the edge takes
     app.ctx.settings = settings
+    if settings.public_url is not None:
+        # Sanic reads a request's scheme and host from SERVER_NAME before any header: the
+        # explorer's cookie, Origin check and printed URLs follow the public origin.
+        app.config.SERVER_NAME = settings.public_url
     app.ctx.ledger_enabled = ledger
     origins = settings.cors_origins
     app.ctx.cors_origins = None if origins is None else frozenset(origins)

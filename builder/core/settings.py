@@ -51,6 +51,7 @@ class Settings:
     log_origin: str | None = None
     log_vkey: str | None = None
     edge_lane: str | None = None
+    public_url: str | None = None
 
 
 def _default(name: str) -> str:
@@ -234,7 +235,35 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         log_origin=_log_origin(environ.get("FXEV_LOG_ORIGIN", "")),
         log_vkey=environ.get("FXEV_LOG_VKEY", "").strip() or None,
         edge_lane=_address("FXEV_EDGE_LANE", environ.get("FXEV_EDGE_LANE", "")),
+        public_url=parse_public_url(environ.get("FXEV_PUBLIC_URL", "")),
     )
+
+
+def parse_public_url(raw: str) -> str | None:
+    """FXEV_PUBLIC_URL: an http(s) origin, ``scheme://host[:port]`` lower-cased, a trailing
+    slash dropped; None when unset. A path, query or credentials are refused: an origin is all
+    a browser compares."""
+    text = raw.strip().lower().removesuffix("/")
+    if not text:
+        return None
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path
+        or parts.query
+        or parts.fragment
+        or "@" in parts.netloc
+    ):
+        raise SettingsError(
+            f"FXEV_PUBLIC_URL must be an origin, http(s)://host[:port] with no path, got {raw!r}"
+        )
+    return text
 
 
 def _address(variable: str, raw: str) -> str | None:

@@ -172,6 +172,15 @@ SETTINGS: tuple[Setting, ...] = (
         unset="unset (none)",
     ),
     Setting(
+        "FXEV_PUBLIC_URL",
+        "public_url",
+        None,
+        "the origin (`https://host[:port]`) browsers and consumers reach the gateway at, behind"
+        " a TLS terminator or the edge: the explorer's cookie is `Secure` when it is https, its"
+        " sign-in checks `Origin` against it, and its pages print it as `--url`",
+        unset="unset (the request's own scheme and `Host`)",
+    ),
+    Setting(
         "FXEV_LOG_ORIGIN",
         "log_origin",
         None,

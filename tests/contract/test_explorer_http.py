@@ -306,3 +306,46 @@ def test_before_the_first_build_the_home_page_is_not_ready(unbuilt_gateway: Gate
     assert page.status_code == 503
     assert page.headers["Content-Type"] == "text/html; charset=utf-8"
     assert "INTERNAL" in page.text
+
+
+PUBLIC = "https://fx.example"
+
+
+@pytest.mark.gateway_env(FXEV_PUBLIC_URL=PUBLIC + "/")
+def test_behind_a_tls_terminator_the_public_origin_makes_the_cookie_secure(
+    private_gateway: Gateway,
+) -> None:
+    """Behind a TLS terminator the gateway is asked over plain http; FXEV_PUBLIC_URL names the
+    origin browsers use: the cookie is Secure (set and expired alike), sign-in compares Origin
+    with that origin, and the pages print it for the consumer's commands, never the http one."""
+    gateway = private_gateway
+    signin = requests.post(
+        gateway.url("/signin"),
+        data={"token": gateway.token},
+        headers={"Origin": PUBLIC},
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert signin.status_code == 303
+    set_cookie = signin.headers["Set-Cookie"]
+    assert "Secure" in [part.strip() for part in set_cookie.split(";")], set_cookie
+    refused = requests.post(
+        gateway.url("/signin"),
+        data={"token": gateway.token},
+        headers={"Origin": gateway.base_url},  # the address the terminator used, not the public
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert refused.status_code == 403
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {gateway.token}"
+    page = session.get(
+        gateway.url(f"/observacion/{latest_observation_id(gateway)}"), headers=HTML, timeout=10
+    )
+    assert page.status_code == 200
+    assert f"--url {PUBLIC}" in page.text and f"{PUBLIC}/v1/evidence/" in page.text
+    assert gateway.base_url not in page.text
+    signout = requests.post(
+        gateway.url("/signout"), headers={"Origin": PUBLIC}, allow_redirects=False, timeout=10
+    )
+    assert "Secure" in [part.strip() for part in signout.headers["Set-Cookie"].split(";")]

@@ -78,6 +78,13 @@ def test_now_accepts_a_z_suffix():
         ("FXEV_MIN_FREE_BYTES", "9" * 40, "integer"),
         ("FXEV_NOW", "9999-12-31T23:59:59-05:00", "from 1970 to 9000"),
         ("FXEV_NOW", "0001-01-01T00:00:00+00:00", "from 1970 to 9000"),
+        # An origin is what a browser compares: a path, a query or credentials are refused.
+        ("FXEV_PUBLIC_URL", "fx.example", "must be an origin"),
+        ("FXEV_PUBLIC_URL", "ftp://fx.example", "must be an origin"),
+        ("FXEV_PUBLIC_URL", "https://fx.example/api", "must be an origin"),
+        ("FXEV_PUBLIC_URL", "https://fx.example?x=1", "must be an origin"),
+        ("FXEV_PUBLIC_URL", "https://user@fx.example", "must be an origin"),
+        ("FXEV_PUBLIC_URL", "https://fx.example:port", "must be an origin"),
     ],
 )
 def test_an_unusable_value_is_a_clear_error(name, value, message):
@@ -109,3 +116,15 @@ def test_every_integer_setting_has_a_largest_value():
 def test_a_redis_url_a_client_can_use_is_kept_as_given(url):
     """Checked by making (not opening) the connection every client makes: no network."""
     assert load_settings({"FXEV_REDIS_URL": url}).redis_url == url
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        ("", None),
+        ("https://FX.example/", "https://fx.example"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+    ],
+)
+def test_the_public_url_is_kept_as_a_lower_case_origin(raw, kept):
+    assert load_settings({"FXEV_PUBLIC_URL": raw}).public_url == kept
