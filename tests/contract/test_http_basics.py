@@ -129,6 +129,17 @@ def test_a_token_presented_and_refused_is_invalid_token_a_missing_one_bare_beare
         assert resp.headers["WWW-Authenticate"] == "Bearer"
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "bEaReR"])
+def test_the_bearer_scheme_is_case_insensitive(gateway: Gateway, scheme: str) -> None:
+    """RFC 9110 11.1 (and RFC 6750): an authentication scheme is case-insensitive, so a client
+    that writes ``bearer`` presents its token as one that writes ``Bearer`` does."""
+    headers = {"Authorization": f"{scheme} {gateway.token}"}
+    resp = requests.get(gateway.url("/v1/coverage"), headers=headers, timeout=10)
+    assert resp.status_code == 200, resp.text
+    [entry] = ledger_entries(gateway.env, resp.headers["X-Request-Id"])
+    assert entry["status"] == 200
+
+
 def test_a_refused_sign_in_is_invalid_token_an_empty_one_bare_bearer(gateway: Gateway) -> None:
     refused = requests.post(gateway.url("/signin"), data={"token": "fxev_nope"}, timeout=10)
     assert refused.status_code == 401

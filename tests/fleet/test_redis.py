@@ -121,6 +121,32 @@ def test_the_awaited_token_check_knows_a_valid_token_and_counts_nothing(
     asyncio.run(scenario())
 
 
+def test_a_token_expires_at_the_lima_midnight_that_ends_its_day_as_on_one_host(
+    redis_server: RedisServer,
+) -> None:
+    """As :func:`tokens.store.expiry_instant` has it (and :mod:`tokens.cache` on one host): valid
+    strictly before that midnight, refused from it on, by the script as by the file store."""
+    from tokens.redis_store import RedisTokenStore
+    from tokens.store import expiry_instant
+
+    now = datetime.now(UTC)
+    expires = now.date() + timedelta(days=3)
+    with RedisTokenStore.open(redis_server.url) as store:
+        token = store.issue("s29-expiry", expires, now)
+    end_us = epoch_us(expiry_instant(expires))
+    gate = RedisGate.open(redis_server.url, Limits(per_min=4, per_day=9))
+
+    async def scenario() -> None:
+        try:
+            assert await gate.check_async(token.token_text, end_us - 1) is not None
+            assert await gate.check_async(token.token_text, end_us) is None
+            assert (await gate.admit_async(token.token_text, end_us))[0] is None
+        finally:
+            await gate.aclose()
+
+    asyncio.run(scenario())
+
+
 def test_the_gate_keeps_each_tokens_newest_revision_and_counts_nothing_behind_it(
     redis_server: RedisServer,
 ) -> None:

@@ -8,6 +8,9 @@ import dataclasses
 import fcntl
 import os
 import signal
+import stat
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -68,6 +71,25 @@ def test_the_file_is_synchronous_and_lines_go_over_zeros_written_ahead(
     assert [e["x_request_id"] for e in read_entries(folder)] == ids(*range(12))
     file.close()
     assert (folder / "w.jsonl").read_bytes() == lines(*range(12))  # cut at its last line
+
+
+def test_a_new_files_name_is_synced_before_its_first_line_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """O_DSYNC makes each write durable, but not the file's name: its folder is synced when the
+    file is created, before the first line (and so the first response) can be released."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr("gateway.ledger.writer.os.fsync", fsync)
+    file = LedgerFile(tmp_path / "ledger" / "w.jsonl")
+    file.write(lines(1))
+    assert synced == ["folder"]
+    file.close()
 
 
 def test_a_reopened_file_goes_on_after_its_last_whole_line(tmp_path: Path) -> None:
@@ -319,6 +341,60 @@ def test_a_closing_ledger_voids_the_batch_still_in_flight(tmp_path: Path) -> Non
 
     assert all(isinstance(result, LedgerUnavailable) for result in asyncio.run(run()))
     assert (folder / "w.jsonl").read_bytes() == lines(1)
+
+
+# A writer that takes each batch and answers ``~`` (its lines written part way, some perhaps on
+# disk), as gateway.ledger.writer does when a write fails after the file was grown.
+PARTLY_WRITING = """
+import os, struct
+def read(size):
+    data = b""
+    while len(data) < size:
+        part = os.read(0, size - len(data))
+        if not part:
+            raise SystemExit(0)
+        data += part
+    return data
+while True:
+    void_size, batch_size = struct.unpack(">II", read(8))
+    if void_size == 0xFFFFFFFF:
+        continue
+    read(void_size)
+    read(batch_size)
+    try:
+        os.write(1, b"~ledger: the write failed part way\\n")
+    except BrokenPipeError:
+        pass
+"""
+
+
+class PartlyWritingLedger(Ledger):
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        writer = subprocess.Popen(
+            [sys.executable, "-c", PARTLY_WRITING],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+        )
+        assert writer.stdin is not None
+        os.set_blocking(writer.stdin.fileno(), False)
+        return writer
+
+
+def test_a_batch_written_part_way_fails_and_is_kept_to_be_voided(tmp_path: Path) -> None:
+    """The writer's ``~``: the batch's responses never leave (503), and its lines, which may be
+    on disk, go with the next frame to be voided (docs/operating/ledger.md#failed)."""
+    ledger = PartlyWritingLedger(tmp_path / "ledger", "w.jsonl")
+
+    async def run() -> None:
+        try:
+            with pytest.raises(LedgerUnavailable, match="part way"):
+                await ledger.append(entry(1))
+            assert bytes(ledger._void) == lines(1)
+        finally:
+            ledger.close()  # closes the writer's input and waits for it to exit
+
+    asyncio.run(run())
 
 
 def test_a_batch_that_could_not_be_written_at_all_is_not_kept_to_be_voided(

@@ -264,6 +264,48 @@ def test_a_token_answered_at_a_later_revision_is_left_to_the_full_step(
     asyncio.run(run())
 
 
+class OverLimit(FleetGate):
+    """Redis's answer for a valid token over its limit: its record, and a wait."""
+
+    async def admit_async(
+        self, text: str, now_us: int, revision: int | None = None
+    ) -> tuple[TokenRecord | None, Decision]:
+        self.asked.append(revision)
+        return RECORD, Decision(False, 7)
+
+
+class RefusingLimiter(Limiter):
+    def acquire_us(self, token_id: str, now_us: int) -> Decision:
+        self.counted += 1
+        return Decision(False, 7)
+
+
+@pytest.mark.parametrize("fleet", [False, True], ids=["one host", "fleet"])
+def test_a_token_over_its_limit_is_left_to_the_full_step_unrecorded(fleet: bool) -> None:
+    """No cached answer reaches a request over the limit (DECISIONS 12): the lane records
+    nothing and leaves the step to the full one, which answers the 429."""
+
+    async def run() -> None:
+        ledger, transport = Ledger(), Transport()
+        if fleet:
+            taken = AuthLane(View(), ledger, CREDENTIAL, fleet=OverLimit(0))  # type: ignore[arg-type]
+        else:
+            taken = AuthLane(
+                View(),  # type: ignore[arg-type]
+                ledger,  # type: ignore[arg-type]
+                CREDENTIAL,
+                token_check=Tokens(),  # type: ignore[arg-type]
+                limiter=RefusingLimiter(),  # type: ignore[arg-type]
+            )
+        conn = LaneConnection(taken)
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        conn.data_received(step())
+        await settle()
+        assert (transport.written, ledger.entries) == (FULL_STEP, [])
+
+    asyncio.run(run())
+
+
 @pytest.mark.parametrize("close", [True, False])
 def test_connection_close_is_honoured(close: bool) -> None:
     async def run() -> None:

@@ -102,6 +102,17 @@ def test_page_token_fixes_revision_and_offset_in_rates_query() -> None:
         params.rates_query(BASE | {"page_token": token, "as_of_revision": "5"}, 5, SECRET)
 
 
+def test_a_page_token_of_a_revision_not_published_yet_is_invalid_params() -> None:
+    """A token made for a later revision (by a gateway whose mirror is ahead, or of a revision
+    written but not pointed at yet) never reads past the published revision here."""
+    first = params.rates_query(BASE, 5, SECRET)
+    current = pagetoken.sign(SECRET, 5, first.query_key, 366)
+    assert params.rates_query(BASE | {"page_token": current}, 5, SECRET).revision == 5
+    ahead = pagetoken.sign(SECRET, 6, first.query_key, 366)
+    with pytest.raises(InvalidParams):
+        params.rates_query(BASE | {"page_token": ahead}, 5, SECRET)
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
