@@ -604,6 +604,26 @@ def test_recurring_failure_while_reconocida_bumps_the_same_alert(
     assert stores.alerts.list(open_only=False) == [again]
 
 
+def test_good_capture_resolves_an_acknowledged_source_failure_alert_as_sistema(
+    capture: Capture, stores: Stores
+) -> None:
+    alert = only(capture(body=b"down", status=503).alertas)
+    stores.alerts.acknowledge(alert.id, "ana", NOW + timedelta(minutes=5))
+    later = NOW + timedelta(hours=1)
+
+    result = capture(body=TODAY_LINE, now=later)
+
+    resolved = only(result.alertas)
+    assert resolved.id == alert.id
+    assert (resolved.estado, resolved.resuelta_por, resolved.reconocida_por) == (
+        "resuelta",
+        "sistema",
+        "ana",
+    )
+    assert resolved.resuelta_en == utc_timestamp(later)
+    assert stores.alerts.list() == []
+
+
 # -- plausibility: recorded, kept, and marked -------------------------------------------------
 
 

@@ -297,3 +297,40 @@ def test_capture_killed_at_random_instants_always_leaves_a_whole_registry(
 
     assert killed > 0, "no attempt was actually killed: the delays never hit a running capture"
     assert run_verify(home, server.url) == head
+
+
+def test_a_durable_replace_fsyncs_the_new_file_before_renaming_it_then_fsyncs_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The published pointer's write (DECISIONS 4): a file renamed into place before its bytes
+    are on disk can be an empty pointer after a power cut; the rename itself needs the folder's
+    fsync."""
+    from builder.disk.durable import replace_durably
+
+    site = tmp_path / "site"
+    site.mkdir()
+    pointer = site / "PUBLISHED"
+    pointer.write_bytes(b"1\n")
+    steps: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        steps.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src: str, dst: str) -> None:
+        steps.append(("replace", os.fspath(src)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+
+    replace_durably(pointer, b"2\n", staging=tmp_path / "staging")
+
+    assert pointer.read_bytes() == b"2\n"
+    renamed = [path for step, path in steps if step == "replace"]
+    assert len(renamed) == 1, steps
+    new_name = renamed[0]
+    at = steps.index(("replace", new_name))
+    assert ("fsync", new_name) in steps[:at], steps
+    assert ("fsync", str(site)) in steps[at + 1 :], steps
