@@ -214,6 +214,32 @@ def test_n_d_before_a_published_date_is_declared_and_moves_the_counterpart(
     assert stores.registry.conn.execute("SELECT count(*) FROM manifest_entries").fetchone()[0] == 1
 
 
+def test_a_close_published_later_for_a_declared_date_is_its_counterpart_again(
+    capture_cb: Callable[..., CaptureResult],
+    stores: Stores,
+    sunat: dict[date, SunatDay],
+    tmp_path: Path,
+) -> None:
+    """The 7th is declared n.d., so the 8th's publication is checked against the 4th; when the
+    central bank later publishes a close for the 7th, the declaration moves nothing any more and
+    the 8th is checked against the 7th again (docs/decisions.md#cross-checks)."""
+    import_publications(stores, tmp_path, [sunat[date(2026, 9, 8)]])
+    capture_cb(with_values({"07.Set.26": ["n.d.", "n.d."], "08.Set.26": ["3.351", "3.372"]}))
+    later = capture_cb()  # the recorded answer: the 7th closed at 3.351 / 3.372
+    assert (cierre(stores, "2026-09-07").compra, later.revision) == ("3.351", 3)
+    publication = stores.registry.valid_observation("USD", "publicado", "2026-09-08")
+    newest = [
+        c
+        for c in all_cotejos(stores)
+        if c["observacion_id"] == publication.id and c["revision"] == later.revision
+    ]
+    assert [(c["contraparte_fecha"], c["resultado"]) for c in newest] == [("2026-09-07", "ok")]
+    seventh = cierre(stores, "2026-09-07")
+    assert [
+        c["contraparte_fecha"] for c in all_cotejos(stores) if c["observacion_id"] == seventh.id
+    ] == ["2026-09-08"]
+
+
 def test_closes_and_publications_agree_on_the_real_days(
     capture_cb: Callable[..., CaptureResult],
     stores: Stores,
