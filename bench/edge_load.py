@@ -11,10 +11,14 @@
    files, the gateway alone, and the edge (cached answers after a warm-up, each request checked
    by the gateway's auth step; ``latest`` passed through). The three run back to back for each
    figure, so load from elsewhere on a shared machine falls on all three alike.
+4. Beside them, a plain nginx that passes every request to the same gateway with nothing else
+   configured (``plain proxy``: no cache, no auth step, no header rules): the least any proxy
+   hop costs on this machine, the floor under ``latest`` through the edge.
 
 Printed, never asserted: requests per second of the edge against nginx's files (goal 0.6 for
 the cached answers) and against the gateway alone (goal 0.8 for ``latest``); the gateway alone
-against nginx; p99 beside nginx's. Every figure is measured in ``FXEV_BENCH_REPEATS`` rounds
+against nginx; the plain proxy against the gateway alone (the floor under ``latest``'s goal);
+p99 beside nginx's. Every figure is measured in ``FXEV_BENCH_REPEATS`` rounds
 and printed as the best round's, with the range over the rounds beside it.
 
 Environment: ``FXEV_BENCH_WRK_SECONDS`` (5), ``FXEV_BENCH_EDGE_CONNECTIONS`` (``32,64``),
@@ -39,7 +43,7 @@ from bench.gateway_load import (
     progress,
     scenarios,
 )
-from bench.servers import free_port, gateway, nginx
+from bench.servers import free_port, gateway, nginx, nginx_proxy
 from bench.wrk import run_wrk
 from gateway.api import pagetoken
 from gateway.edge import steps
@@ -48,6 +52,7 @@ from tests.support.edge import start_edge
 from tests.support.wrk import WrkResult, spread
 
 NGINX, GATEWAY, EDGE, SANIC_STEP = "nginx files", "gateway", "edge", "edge, no lane"
+PROXY = "plain proxy"
 GOALS = {("year page", NGINX): 0.6, ("evidence", NGINX): 0.6, ("latest", GATEWAY): 0.8}
 
 
@@ -87,12 +92,18 @@ def run(plan: EdgePlanRun, base_dir: Path | None) -> str:
                 stack.callback(front.stop)
                 fronts[label] = front
             static, _ = stack.enter_context(nginx(files, folder / "nginx", plan.workers))
+            upstream = base.removeprefix("http://")
+            proxy = folder / "plain-proxy"
+            plain, _ = stack.enter_context(
+                nginx_proxy(upstream, proxy, plan.workers, "/v1/health/live")
+            )
             for s in wanted:
                 urls = {
                     NGINX: static + "/" + s.file,
                     GATEWAY: base + s.path,
                     EDGE: fronts[EDGE].url(s.path),
                     SANIC_STEP: fronts[SANIC_STEP].url(s.path),
+                    PROXY: plain + s.path,
                 }
                 measure_endpoint(s.name, urls, bearer(env), plan, results)
     return report(plan, [s.name for s in wanted], results)
@@ -141,7 +152,7 @@ def measure_endpoint(
                 )
 
 
-RATIOS = ((EDGE, NGINX), (EDGE, GATEWAY), (GATEWAY, NGINX), (SANIC_STEP, NGINX))
+RATIOS = ((EDGE, NGINX), (EDGE, GATEWAY), (GATEWAY, NGINX), (SANIC_STEP, NGINX), (PROXY, GATEWAY))
 
 
 def report(
@@ -155,7 +166,7 @@ def report(
         f"edge load: wrk {plan.seconds} s per run, {rounds}; one gateway of"
         f" {plan.workers} workers (ledger on) behind the edge; nginx serves the same bytes"
     ]
-    servers = (NGINX, GATEWAY, EDGE, SANIC_STEP)
+    servers = (NGINX, GATEWAY, EDGE, SANIC_STEP, PROXY)
     for connections in plan.connections:
         rps = {
             (label, name): [r.rps for r in results[(label, name, connections)]]
@@ -175,9 +186,9 @@ def report(
         each = "" if plan.repeats == 1 else " (each round's own, min-max)"
         lines.append(f"ratios at {connections} connections, best against best{each}:")
         heads = [f"{a}/{b}".replace("nginx files", "nginx") for a, b in RATIOS]
-        lines.append(f"  {'endpoint':<10}" + "".join(f"  {h:>18}" for h in heads))
+        lines.append(f"  {'endpoint':<10}" + "".join(f"  {h:>19}" for h in heads))
         for name in names:
-            row = "".join(f"  {ratio_spread(rps[(a, name)], rps[(b, name)]):>18}"
+            row = "".join(f"  {ratio_spread(rps[(a, name)], rps[(b, name)]):>19}"
                           for a, b in RATIOS)  # fmt: skip
             goal = next((f"  (goal {v:g} of {k[1]})" for k, v in GOALS.items() if k[0] == name), "")
             lines.append(f"  {name:<10}{row}{goal}")

@@ -2,7 +2,7 @@
 
 * the gateway: ``python -m bench.serve`` (the real app, 2 workers, ledger on or off);
 * nginx: the same response bytes from files (``tests.support.nginx.nginx_config`` renders its
-  configuration).
+  configuration), or passing every request to the gateway (``proxy_config``).
 
 CPU time is read from ``/proc``: user + system time of a process and all its descendants.
 """
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from builder.fleet.processes import nginx_binary
-from tests.support.nginx import nginx_config
+from tests.support.nginx import nginx_config, proxy_config
 
 START_TIMEOUT_S = 60.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -137,19 +137,36 @@ def bare_sanic(
 # -- nginx --------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def nginx(root: Path, prefix: Path, workers: int) -> Iterator[tuple[str, int]]:
+def nginx(
+    root: Path, prefix: Path, workers: int
+) -> contextlib.AbstractContextManager[tuple[str, int]]:
     """nginx serving ``root`` on a free port: yields (base URL, PID of its master process)."""
     port = free_port()
+    as_root = os.geteuid() == 0
+    return _nginx(nginx_config(prefix, root, port, workers, as_root), prefix, port, "/")
+
+
+def nginx_proxy(
+    upstream: str, prefix: Path, workers: int, ready_path: str
+) -> contextlib.AbstractContextManager[tuple[str, int]]:
+    """nginx passing every request to ``upstream`` (``HOST:PORT``), uncached, on a free port:
+    yields (base URL, PID of its master process)."""
+    port = free_port()
+    as_root = os.geteuid() == 0
+    return _nginx(proxy_config(prefix, upstream, port, workers, as_root), prefix, port, ready_path)
+
+
+@contextlib.contextmanager
+def _nginx(text: str, prefix: Path, port: int, ready_path: str) -> Iterator[tuple[str, int]]:
     prefix.mkdir(parents=True, exist_ok=True)
     config = prefix / "nginx.conf"
-    config.write_text(nginx_config(prefix, root, port, workers, os.geteuid() == 0))
+    config.write_text(text)
     log = prefix / "error.log"
     command = [nginx_binary(), "-p", str(prefix), "-e", str(log), "-c", str(config)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_answering(base + "/", process, log)
+        wait_until_answering(base + ready_path, process, log)
         yield base, process.pid
     finally:
         stop(process, signal.SIGQUIT)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.nginx import nginx_config
+from tests.support.nginx import nginx_config, proxy_config
 from tests.support.wrk import Measurement, WrkResult, best, spread
 
 
@@ -25,6 +25,16 @@ def test_nginx_serves_the_folder_on_loopback_in_the_foreground_without_logs() ->
 def test_nginx_runs_its_workers_as_root_only_when_started_by_root() -> None:
     config = nginx_config(Path("/t/ng"), Path("/t/root"), 8123, 2, as_root=True)
     assert config.startswith("user root;\n")
+
+
+def test_the_plain_proxy_passes_everything_to_its_upstream_over_kept_connections() -> None:
+    config = proxy_config(Path("/t/px"), "127.0.0.1:9001", 8124, 2, as_root=False)
+    assert "listen 127.0.0.1:8124;" in config
+    assert "server 127.0.0.1:9001;" in config and "keepalive 64;" in config
+    assert "proxy_pass http://origin;" in config and "proxy_http_version 1.1;" in config
+    assert "proxy_cache" not in config and "root " not in config
+    assert "daemon off;" in config and "pid /t/px/nginx.pid;" in config
+    assert config.count("{") == config.count("}")
 
 
 def run(rps: float, p99_s: float) -> WrkResult:
