@@ -100,12 +100,15 @@ def test_log_proof_verifies_offline_with_only_the_key(tmp_path: Path) -> None:
     assert leaf.decode(parsed.extra).revision == parsed.index + 1
 
 
-def rewrite_revision(home: Path, revision: int) -> None:
-    """What an operator hiding a change would do: alter a row of ``revision``, then recompute
-    every chained hash from there, so that ``fxev registry verify`` still passes."""
+ALTER_ROWS = "UPDATE observations SET compra = '9.999' WHERE revision_creada = ?"
+
+
+def rewrite_revision(home: Path, revision: int, alter: str = ALTER_ROWS) -> None:
+    """What an operator hiding a change would do: alter ``revision`` (by default its rows), then
+    recompute every chained hash from there, so that ``fxev registry verify`` still passes."""
     conn = sqlite3.connect(home / "registry.sqlite")
     conn.row_factory = sqlite3.Row
-    conn.execute("UPDATE observations SET compra = '9.999' WHERE revision_creada = ?", (revision,))
+    conn.execute(alter, (revision,))
     rows = conn.execute("SELECT * FROM revisions ORDER BY revision").fetchall()
     previous = rows[revision - 2]["hash"]
     for row in rows[revision - 1 :]:
@@ -154,6 +157,33 @@ def test_a_rewritten_registry_cannot_be_signed(tmp_path: Path) -> None:
     # The honest registry goes on: its next build extends what was signed.
     seed(env, tmp_path, (MORE,))
     assert fxev(env, "build").returncode == 0
+
+
+def test_a_rewritten_revision_whose_rows_no_build_reads_is_refused_on_its_own_site(
+    tmp_path: Path,
+) -> None:
+    """The next build reuses the published log's leaves from its tiles and appends to them: the
+    newest published revision must still be the one its leaf holds, whose chain hash commits to
+    every revision before it. Here the rewrite changes no data row (only the newest revision's
+    summary, chain rehashed), on the very site and home that signed it: refused as history
+    rewritten, nothing published."""
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    assert fxev(env, "build").returncode == 0
+    site = tmp_path / "site_out"
+    published = {name: (site / name).read_bytes() for name in (layout.POINTER, "log/checkpoint")}
+    head = note.parse_checkpoint(
+        note.open_note(published["log/checkpoint"].decode(), vkey(env))
+    ).size
+    hidden = "UPDATE revisions SET summary = json_set(summary, '$.hidden', 1) WHERE revision = ?"
+    rewrite_revision(tmp_path / "var", head, hidden)
+    assert fxev(env, "registry", "verify").returncode == 0
+    seed(env, tmp_path, (MORE,))
+    refused = fxev(env, "build")
+    assert refused.returncode == 1, refused
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert f"revision {head}" in refused.stderr and "history rewritten" in refused.stderr
+    assert {name: (site / name).read_bytes() for name in published} == published
 
 
 @pytest.mark.parametrize("lost", [("log.key",), ("log.key", "log.signed")])
