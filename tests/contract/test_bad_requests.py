@@ -68,7 +68,10 @@ def exchange(gateway: Gateway, data: bytes, wait_s: float = 10.0) -> Answer:
     seconds = time.monotonic() - started
     head, _, body = received.partition(b"\r\n\r\n")
     status, headers = status_and_headers(head)
-    time.sleep(0.05)  # the worker's log line is written as the answer leaves
+    # A refusal's log line is written before its answer is sent (gateway.http.sending logs,
+    # then sends; the handler flushes each line), so it is in the file by now. The pause only
+    # gives a traceback written after the answer a chance to show: it cannot fail a test.
+    time.sleep(0.05)
     log = gateway.log_path.read_bytes()[log_start:].decode(errors="replace")
     return Answer(status, headers, body, seconds, log)
 
