@@ -7,17 +7,16 @@ docs/operating/cli.md#token-issue). ``revoke`` prints the revoked record; ``list
 and ``list`` refuse a home with no token store (``require_tokens``) rather than create an empty
 one; ``issue`` creates it, once the name and expiry are checked (``check_issue``). With
 ``FXEV_REDIS_URL`` set, all three use Redis instead (:mod:`tokens.redis_store`;
-docs/operating/fleet.md#redis). A refused operation raises :class:`~tokens.store.TokenError`
-(a ``builder.core.errors.UsageError``) for the main CLI to report. Token times use the real
-clock, never ``FXEV_NOW``.
+docs/operating/fleet.md#redis); Redis unreachable is one line and exit 2, as for any
+command (``builder.core.errors.from_environment``). A refused operation raises
+:class:`~tokens.store.TokenError` (a ``builder.core.errors.UsageError``) for the main CLI to
+report. Token times use the real clock, never ``FXEV_NOW``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from builder.core.canonical import iso_date
-from builder.core.errors import NotFound, RemoteError
+from builder.core.errors import NotFound
 from tokens.redis_store import RedisTokenStore
 from tokens.store import TOKENS_FILE, TokenStore, check_issue
 
@@ -64,23 +63,7 @@ def open_store(settings: Settings) -> TokenStore | RedisTokenStore:
     return TokenStore.open(settings.home)
 
 
-@contextlib.contextmanager
-def redis_reachable(settings: Settings) -> Iterator[None]:
-    """Redis unreachable in fleet mode: one line, exit 2, like any service that cannot be asked."""
-    try:
-        yield
-    except Exception as error:
-        if settings.redis_url and type(error).__module__.startswith("redis."):
-            raise RemoteError(f"Redis at FXEV_REDIS_URL cannot be reached: {error}") from None
-        raise
-
-
 def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
-    with redis_reachable(settings):
-        return _token_issue(args, settings)
-
-
-def _token_issue(args: argparse.Namespace, settings: Settings) -> int:
     now = real_now()
     check_issue(args.name, args.expires, now)  # a refused request creates no store
     with open_store(settings) as store:
@@ -95,11 +78,6 @@ def _token_issue(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    with redis_reachable(settings):
-        return _token_revoke(args, settings)
-
-
-def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.redis_url:
         require_tokens(settings.home)
     with open_store(settings) as store:
@@ -110,11 +88,6 @@ def _token_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_token_list(args: argparse.Namespace, settings: Settings) -> int:
-    with redis_reachable(settings):
-        return _token_list(args, settings)
-
-
-def _token_list(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.redis_url:
         require_tokens(settings.home)
     now = real_now()

@@ -42,7 +42,9 @@ I/O and read-only errors) into a :class:`StorageError`, and SQLite's corrupt-fil
 ``OSError`` naming a path that cannot be used as it is (:data:`PATH_ERRNOS`: a home under a
 plain file, a folder given for a file, no permission) is a :class:`PathError` naming it. The
 registry's writes are transactions and every file is written under a new name first, so such a
-failure leaves the registry as it was.
+failure leaves the registry as it was. In fleet mode, an error of the Redis client (redis-py's,
+told by its module, as this module imports no client library) is a :class:`RemoteError`, exit 2:
+Redis could not be reached or refused the command, so no command's work was done.
 
 Errors that are control flow stay outside the tree: ``FetchFailure`` (capture), and
 ``SourceFormatError``/``InvariantError`` (sources) become recorded ``fallo`` outcomes;
@@ -139,10 +141,16 @@ PATH_ERRNOS = frozenset(
 SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 8, 10, 11, 13, 26
 _SQLITE_STORAGE = {SQLITE_READONLY, SQLITE_IOERR, SQLITE_FULL}
 _SQLITE_CORRUPT = {SQLITE_CORRUPT, SQLITE_NOTADB}
+# redis-py's errors for a server it could not ask (refused, timed out, loading, a bad password).
+_REDIS_UNREACHABLE = frozenset({"ConnectionError", "TimeoutError"})
 
 
 def from_environment(error: BaseException) -> FxevError | None:
     """The error an expected environmental failure stands for, or None for anything else."""
+    if type(error).__module__.startswith("redis."):
+        unreachable = any(kind.__name__ in _REDIS_UNREACHABLE for kind in type(error).__mro__)
+        told = "cannot be reached" if unreachable else "refused the command"
+        return RemoteError(f"Redis at FXEV_REDIS_URL {told}: {error}")
     if isinstance(error, OSError) and error.errno in STORAGE_ERRNOS:
         where = f" {error.filename}" if error.filename else ""
         return StorageError(f"cannot write{where}: {error.strerror or error}")
@@ -193,7 +201,7 @@ def translate_environment() -> Iterator[None]:
     :class:`FxevError`; anything else goes through untouched."""
     try:
         yield
-    except (OSError, sqlite3.DatabaseError) as error:
+    except Exception as error:
         translated = from_environment(error)
         if translated is None:
             raise

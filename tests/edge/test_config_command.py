@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import socket
 import stat
 from pathlib import Path
 
@@ -18,6 +19,19 @@ def test_a_home_without_a_token_store_is_refused_and_left_empty(tmp_path: Path) 
     assert done.returncode == 1 and done.stdout == ""
     assert len(done.stderr.strip().splitlines()) == 1 and "token store" in done.stderr
     assert not (tmp_path / "home").exists()
+
+
+def test_in_fleet_mode_redis_unreachable_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """The credential is Redis's in fleet mode: with Redis down, nothing can be printed, and
+    the command says so in one line, as the token commands do (DECISIONS 3)."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = home_env(tmp_path) | {"FXEV_REDIS_URL": f"redis://127.0.0.1:{port}/0"}
+    done = run_fxev(env, "edge", "config")
+    assert done.returncode == 2 and done.stdout == "", done
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("fxev: Redis at FXEV_REDIS_URL cannot be reached: "), line
 
 
 def test_the_credential_is_made_once_kept_private_and_printed_only_in_the_config(

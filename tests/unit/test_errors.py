@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import redis
 
 from builder.core import errors
 from builder.core.errors import (
@@ -248,3 +249,22 @@ def test_translate_environment_raises_the_storage_error_from_the_original() -> N
 
 def test_remote_error_is_exit_2() -> None:
     assert RemoteError.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("error", "told"),
+    [
+        (redis.exceptions.ConnectionError("Error 111 connecting"), "cannot be reached"),
+        (redis.exceptions.TimeoutError("Timeout reading"), "cannot be reached"),
+        (redis.exceptions.AuthenticationError("invalid password"), "cannot be reached"),
+        (redis.exceptions.ResponseError("WRONGTYPE Operation"), "refused the command"),
+    ],
+)
+def test_a_redis_error_is_a_remote_error_naming_the_setting(
+    error: BaseException, told: str
+) -> None:
+    """Fleet mode: whatever command asked Redis, its client's error is one line and exit 2."""
+    with pytest.raises(RemoteError) as raised, translate_environment():
+        raise error
+    assert str(raised.value) == f"Redis at FXEV_REDIS_URL {told}: {error}"
+    assert raised.value.__cause__ is error
