@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from builder.core.arguments import count_of_at_least_one, port_number
-from gateway.edge.config import DEFAULT_LISTEN, DEFAULT_UPSTREAM
+from gateway.edge.config import CACHE_FOLDER, DEFAULT_LISTEN, DEFAULT_UPSTREAM
 from gateway.ledger.recording import find_entries, ledger_folder
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
 
         require_tokens(settings.home)  # the gateways' home: never an empty one
         credential = pagetoken.load_or_create_secret(settings.home, steps.SECRET_FILE).hex()
-    cache_dir = args.cache_dir or settings.home / "edge-cache"
+    cache_dir = args.cache_dir or settings.home / CACHE_FOLDER
     plan = EdgePlan(
         listen=args.listen,
         upstreams=tuple(args.upstream or [DEFAULT_UPSTREAM]),
@@ -189,6 +189,6 @@ def add_edge_command(subparsers: argparse._SubParsersAction) -> None:  # type: i
         " every auth step goes to the gateways' Sanic route)",
     )
     config.add_argument(
-        "--cache-dir", type=Path, help="the cache's folder (FXEV_HOME/edge-cache by default)"
+        "--cache-dir", type=Path, help=f"the cache's folder (FXEV_HOME/{CACHE_FOLDER} by default)"
     )
     config.set_defaults(handler=cmd_edge_config)

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     import redis
 
 IDS_KEY = "fxev:tokens"
-FIELDS = ("hash", "name", "created_at", "expires", "expires_at_us", "revoked_at")
 EPOCH_US = 1_000_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ID = re.compile(r"[0-9a-f]{16}")

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date, timedelta
 
 from builder.capture.crosscheck import RULE_TEXT, compare, counterpart_date
-from builder.capture.run import DateOutcome, Recorded
+from builder.capture.run import DateOutcome
 from builder.core.vocabulary import CURRENCY, DISCREPANTE
 from builder.registry.records import Cotejo, Observation
 from builder.registry.store import Registry, WriteTransaction
@@ -136,14 +136,14 @@ def _add(tx: WriteTransaction, mine: Observation, theirs: Observation, resultado
 def cross_check(
     registry: Registry,
     tx: WriteTransaction,
-    outcomes: Sequence[Recorded | DateOutcome],
+    outcomes: Sequence[DateOutcome],
     declared: Sequence[date] = (),
 ) -> list[Pair]:
     """Cotejos for every date whose valid observation this write changed, of either series, in
     one pass: a write that changed both sides of a pair (an import of both series) checks it
     once."""
     changed: dict[str | None, list[date]] = {PUBLICADO: [], CIERRE: []}
-    for item in (o.outcome if isinstance(o, Recorded) else o for o in outcomes):
+    for item in outcomes:
         if item.outcome in ("nueva", "correccion") and item.serie in changed:
             changed[item.serie].append(date.fromisoformat(item.fecha_serie))
     return write_cotejos(

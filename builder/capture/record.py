@@ -20,7 +20,6 @@ from builder.capture.run import (
     Answer,
     CaptureResult,
     DateOutcome,
-    Recorded,
     Run,
     SavedAnswer,
     Stores,
@@ -189,7 +188,7 @@ def record_rates(
     missing). Only a capture resolves the source's failure alerts (docs/decisions.md#alerts: "the
     next capture of that source").
     """
-    recorded: list[Recorded] = []
+    recorded: list[DateOutcome] = []
     stores.blobs.put(exchange.body)
     faults.crash_point("after_blob_write")
     sync_alerts(stores.registry, stores.alerts)  # earlier revisions' alerts come first
@@ -204,7 +203,7 @@ def record_rates(
         declared = add_manifest_entries(stores.registry, tx, run, evidence, declared_no_data)
         cross_check(stores.registry, tx, recorded, declared)
         # A run that only declares dates without data still records something new.
-        outcome = worst_outcome([r.outcome.outcome for r in recorded]) if recorded else "nueva"
+        outcome = worst_outcome([r.outcome for r in recorded]) if recorded else "nueva"
         detalle = {
             "fechas": len(recorded),
             ND_FUENTE: [d.isoformat() for d in declared],
@@ -213,8 +212,8 @@ def record_rates(
         tx.add(new_execution(tx, run, outcome, detalle))
         tx.summary = {"fuente": run.spec.fuente, "outcome": outcome, "fechas": len(recorded)}
     alerts = alerts_after_commit(stores, tx.revision)
-    single = recorded[0].outcome.observacion_id if len(recorded) == 1 and not declared else None
-    return CaptureResult(tx.revision, outcome, single, tuple(r.outcome for r in recorded), alerts)
+    single = recorded[0].observacion_id if len(recorded) == 1 and not declared else None
+    return CaptureResult(tx.revision, outcome, single, tuple(recorded), alerts)
 
 
 def add_manifest_entries(
@@ -251,7 +250,7 @@ def record_rate(
     evidence: Evidence,
     rate: ParsedRate,
     threshold_pct: Decimal,
-) -> Recorded:
+) -> DateOutcome:
     """Record one date's values: identical re-capture, new observation or correction."""
     spec = run.spec
     fecha = rate.fecha_serie.isoformat()
@@ -270,7 +269,7 @@ def record_rate(
             fecha_serie=fecha,
             detalle={"sha256": evidence.sha256},
         )
-        return Recorded(DateOutcome(fecha, spec.serie, "identica", current.id), [])
+        return DateOutcome(fecha, spec.serie, "identica", current.id)
 
     observation = add_observation(tx, run, evidence, rate, current)
     add_event(
@@ -322,7 +321,7 @@ def record_rate(
             detalle={"motivos": reasons},
         )
     outcome = "correccion" if is_correction else "nueva"
-    return Recorded(DateOutcome(fecha, spec.serie, outcome, observation.id), reasons)
+    return DateOutcome(fecha, spec.serie, outcome, observation.id)
 
 
 def new_execution(

@@ -160,14 +160,6 @@ class SavedAnswer:
 Answer = HttpExchange | SavedAnswer
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Recorded:
-    """What recording one date produced, and the data alerts it calls for after commit."""
-
-    outcome: DateOutcome
-    implausible: list[dict[str, Any]]
-
-
 def worst_outcome(outcomes: Sequence[str]) -> str:
     return min(outcomes, key=OUTCOME_SEVERITY.index)
 

@@ -10,9 +10,9 @@ the one the fleet tests run.
    (``fxev publish``), and a token issued in Redis (the previous run's is revoked).
 4. **Gateway hosts** (two by default), each with its own ``FXEV_HOME`` and its own mirrored
    ``FXEV_SITE``: ``fxev mirror`` once, then ``fxev mirror --follow`` beside ``fxev serve``.
-5. **Fronts** (none yet): processes in front of the gateways, such as the edge, started after
-   them and stopped before them; their URLs come first among the entry points
-   (:meth:`Topology.add_front`).
+5. **Fronts**: processes in front of the gateways, the edge (``--edge-port``, 8080 by
+   default), started after them and stopped before them; their URLs come first among the entry
+   points (:meth:`Topology.add_front`).
 
 Every process is started with ``subprocess`` in a session of its own (no gateway code is
 imported here) and stopped by its PID, last started first stopped: Ctrl-C stops them all. A
