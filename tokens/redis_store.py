@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from builder.core.canonical import parse_utc_timestamp, utc_timestamp
+from builder.core.canonical import epoch_us, parse_utc_timestamp, utc_timestamp
 from tokens.store import (
     IssuedToken,
     TokenConflict,
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     import redis
 
 IDS_KEY = "fxev:tokens"
-EPOCH_US = 1_000_000
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ID = re.compile(r"[0-9a-f]{16}")
 
 # KEYS[1] the token's hash; ARGV[1] revoked_at. 0: no such token; else the previous revoked_at.
@@ -57,12 +55,6 @@ log = logging.getLogger("fxev.tokens")
 
 def token_key(token_id: str) -> str:
     return "fxev:tok:{" + token_id + "}"
-
-
-def micros(instant: datetime) -> int:
-    """Microseconds since the epoch of an aware instant (integer arithmetic, no float)."""
-    delta = instant - EPOCH
-    return (delta.days * 86_400 + delta.seconds) * EPOCH_US + delta.microseconds
 
 
 def _text(value: Any) -> str:
@@ -110,7 +102,7 @@ class RedisTokenStore:
             "name": name,
             "created_at": utc_timestamp(now),
             "expires": "" if expires is None else expires.isoformat(),
-            "expires_at_us": "" if expires_at is None else str(micros(expires_at)),
+            "expires_at_us": "" if expires_at is None else str(epoch_us(expires_at)),
             "revoked_at": "",
         }
         with self.client.pipeline(transaction=True) as pipe:

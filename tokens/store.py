@@ -28,13 +28,13 @@ import logging
 import re
 import secrets
 import sqlite3
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from builder.core.business_days import next_lima_midnight
 from builder.core.canonical import parse_utc_timestamp, utc_timestamp
 from builder.core.errors import Conflict, NotFound, UsageError, database_at
-from builder.core.vocabulary import LIMA
 
 TOKENS_FILE = "tokens.sqlite"
 TOKEN_PREFIX = "fxev_"
@@ -142,7 +142,7 @@ def token_hash(token_text: str) -> str:
 
 def expiry_instant(expires: date) -> datetime:
     """The Lima midnight that ends ``expires``: the token is valid strictly before it."""
-    return datetime.combine(expires + timedelta(days=1), time(0), tzinfo=LIMA)
+    return next_lima_midnight(expires)
 
 
 def clean_name(name: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import functools
 import importlib.resources
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 import holidays
 
@@ -42,6 +42,12 @@ def today_in_lima(now: datetime) -> date:
     if now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"now must be timezone-aware, got naive {now.isoformat()}")
     return now.astimezone(LIMA).date()
+
+
+def next_lima_midnight(day: date) -> datetime:
+    """The Lima midnight that ends ``day``: where a token's last valid day and a rate limit's
+    day end, both decided from this one rule."""
+    return datetime.combine(day + timedelta(days=1), time(0), tzinfo=LIMA)
 
 
 def non_working_reason(d: date) -> str | None:

@@ -46,6 +46,16 @@ def decimal_places(raw: str) -> int:
     return len(match.group(2) or "")
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_us(instant: datetime) -> int:
+    """Microseconds since the epoch of an aware instant, in integer arithmetic (no float): what
+    the rate limiter and the fleet's token expiry compare."""
+    delta = instant - EPOCH  # aware datetimes subtract across zones
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
 def utc_timestamp(instant: datetime) -> str:
     """ISO-8601 UTC with microseconds and ``Z``: ``2026-09-20T13:05:00.000000Z``."""
     if instant.tzinfo is None:

@@ -16,13 +16,13 @@ mode (:mod:`gateway.fleet.gate`, whose script computes the same wait and hands i
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 
-from builder.core.business_days import today_in_lima
+from builder.core.business_days import next_lima_midnight, today_in_lima
+from builder.core.canonical import EPOCH, epoch_us
 from builder.core.vocabulary import LIMA
 
 WINDOW_US = 60_000_000
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -40,17 +40,8 @@ class Decision:
 ALLOWED = Decision(True)
 
 
-def epoch_us(instant: datetime) -> int:
-    delta = instant - EPOCH  # aware datetimes subtract across zones
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
 def lima_day(instant: datetime) -> date:
     return today_in_lima(instant)  # the calendar module's rule, one definition
-
-
-def next_lima_midnight(day: date) -> datetime:
-    return datetime.combine(day + timedelta(days=1), time(0), tzinfo=LIMA)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

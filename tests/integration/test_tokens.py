@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from builder.core.settings import load_settings
+from builder.core.vocabulary import LIMA
 from tokens import cli as token_cli
 from tokens.store import (
-    LIMA,
     TOKENS_FILE,
     IssuedToken,
     TokenError,
