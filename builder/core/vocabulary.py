@@ -63,6 +63,11 @@ FAILURE_TYPES = (FUENTE_NO_DISPONIBLE, INVARIANTE_FALLIDA, CAMBIO_FORMATO, TUNEL
 NO_STORE = "no-store"
 IMMUTABLE = "private, max-age=31536000, immutable"
 CDN_IMMUTABLE = "max-age=31536000"
+# The transparency log is public (DECISIONS 13): tiles and entry bundles never change, the
+# checkpoint moves with each build, the verifier key seldom.
+PUBLIC_IMMUTABLE = "public, max-age=31536000, immutable"
+LOG_CHECKPOINT_CACHE = "public, max-age=5"
+LOG_KEY_CACHE = "public, max-age=300"
 
 
 def cache_tag(moneda: str, serie: str, year: int | str) -> str:

@@ -16,6 +16,7 @@ import hashlib
 from sanic import Request
 from sanic.response import HTTPResponse
 
+from builder.core import vocabulary
 from builder.tlog import tiles
 from builder.tree.log import LogReader
 from gateway.api import params
@@ -26,11 +27,11 @@ from gateway.http.sending import send, send_immutable
 TEXT = "text/plain; charset=utf-8"
 OCTETS = "application/octet-stream"
 PUBLIC_IMMUTABLE = {
-    "Cache-Control": "public, max-age=31536000, immutable",
-    "CDN-Cache-Control": "max-age=31536000",
+    "Cache-Control": vocabulary.PUBLIC_IMMUTABLE,
+    "CDN-Cache-Control": vocabulary.CDN_IMMUTABLE,
 }
-CHECKPOINT_CACHE = {"Cache-Control": "public, max-age=5"}
-KEY_CACHE = {"Cache-Control": "public, max-age=300"}
+CHECKPOINT_CACHE = {"Cache-Control": vocabulary.LOG_CHECKPOINT_CACHE}
+KEY_CACHE = {"Cache-Control": vocabulary.LOG_KEY_CACHE}
 
 
 def _log(request: Request) -> LogReader:

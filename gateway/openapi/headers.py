@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.core import vocabulary
 from builder.core.vocabulary import CDN_IMMUTABLE, IMMUTABLE, NO_STORE
 from gateway.http.sending import CORS_EXPOSE
 from gateway.openapi.json_schema import SHA256, TIMESTAMP, Schema
@@ -158,7 +159,7 @@ LOG_IMMUTABLE_HEADERS = {
     "X-Request-Id": header_ref("X-Request-Id"),
     "Cache-Control": header(
         "Never changes: any cache, shared ones too, may keep it.",
-        {"type": "string", "const": "public, max-age=31536000, immutable"},
+        {"type": "string", "const": vocabulary.PUBLIC_IMMUTABLE},
     ),
     "CDN-Cache-Control": header_ref("CDN-Cache-Control"),
     "ETag": header_ref("ETag-Sha256"),
@@ -167,13 +168,14 @@ LOG_IMMUTABLE_HEADERS = {
 LOG_CHECKPOINT_HEADERS = {
     "X-Request-Id": header_ref("X-Request-Id"),
     "Cache-Control": header(
-        "Any cache may keep it 5 seconds.", {"type": "string", "const": "public, max-age=5"}
+        "Any cache may keep it 5 seconds.",
+        {"type": "string", "const": vocabulary.LOG_CHECKPOINT_CACHE},
     ),
 }
 
 LOG_KEY_HEADERS = {
     "X-Request-Id": header_ref("X-Request-Id"),
     "Cache-Control": header(
-        "Any cache may keep it 5 minutes.", {"type": "string", "const": "public, max-age=300"}
+        "Any cache may keep it 5 minutes.", {"type": "string", "const": vocabulary.LOG_KEY_CACHE}
     ),
 }
