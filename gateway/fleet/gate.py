@@ -100,7 +100,7 @@ end
 if wait == 0 then
   redis.call('LPUSH', KEYS[2], ARGV[2])
   redis.call('LTRIM', KEYS[2], 0, per_min - 1)
-  redis.call('PEXPIRE', KEYS[2], 61000)
+  redis.call('PEXPIRE', KEYS[2], math.floor(window / 1000) + 1000)  -- the window, 1 s more
   redis.call('INCR', KEYS[3])
   redis.call('PEXPIREAT', KEYS[3], ARGV[7])
   if revision and revision > mark then redis.call('SET', KEYS[4], ARGV[9]) end

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.fleet.gate import RedisGate
+from gateway.fleet.gate import RedisGate, minute_key
 from gateway.fleet.pipe import PipeError, PipelinedScript, command
 from gateway.limits.ring import RateLimiter
-from gateway.limits.rule import Limits, epoch_us
+from gateway.limits.rule import WINDOW_US, Limits, epoch_us
 from tests.fleet.redis_server import RedisServer
 from tests.support.clock import seconds_to_lima_midnight
 
@@ -29,7 +29,8 @@ def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_p
 
     limits = Limits(per_min=4, per_day=9)
     with RedisTokenStore.open(redis_server.url) as store:
-        text = store.issue("script-vs-files", None, datetime.now(UTC)).token_text
+        issued = store.issue("script-vs-files", None, datetime.now(UTC))
+        text = issued.token_text
     gate = RedisGate.open(redis_server.url, limits)
     files = RateLimiter.open(tmp_path, limits)
     rng = random.Random(5)
@@ -50,6 +51,11 @@ def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_p
             files.close()
 
     asyncio.run(scenario())
+    # The minute list outlives the window by a second, no more (Redis's clock: it was just set).
+    admin = redis_server.client()
+    left_ms = admin.pttl(minute_key(issued.id))
+    admin.close()
+    assert WINDOW_US // 1000 < left_ms <= WINDOW_US // 1000 + 1000, left_ms
 
 
 def test_the_pipe_answers_in_order_reloads_a_flushed_script_and_reconnects(
