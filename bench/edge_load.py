@@ -45,7 +45,7 @@ from bench.gateway_load import (
 )
 from bench.servers import free_port, gateway, nginx, nginx_proxy
 from bench.wrk import run_wrk
-from gateway.api import pagetoken
+from builder.disk.durable import read_or_create_secret
 from gateway.edge import steps
 from gateway.edge.config import EdgePlan, edge_config
 from tests.support.edge import start_edge
@@ -120,7 +120,7 @@ def edge_text(
             listen=f"127.0.0.1:{port}",
             upstreams=(gateway_base.removeprefix("http://"),),
             cache_dir=folder / "edge-cache",
-            credential=pagetoken.load_or_create_secret(home, steps.SECRET_FILE).hex(),
+            credential=read_or_create_secret(home / steps.SECRET_FILE).hex(),
             lanes=lanes,
         )
     )

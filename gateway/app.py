@@ -23,6 +23,7 @@ from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
 from builder.core.settings import Settings, load_settings
+from builder.disk.durable import read_or_create_secret
 from builder.ops.alerts import AlertView
 from builder.tree.reader import TreeReader
 from gateway.api import pagetoken
@@ -104,8 +105,8 @@ class HomeStores:
         with contextlib.ExitStack() as opened:  # on a failure, what opened is closed again
             tokens = TokenStore.open(settings.home)
             opened.callback(tokens.close)
-            secret = pagetoken.load_or_create_secret(settings.home)
-            edge_secret = pagetoken.load_or_create_secret(settings.home, steps.SECRET_FILE).hex()
+            secret = read_or_create_secret(settings.home / pagetoken.SECRET_FILE)
+            edge_secret = read_or_create_secret(settings.home / steps.SECRET_FILE).hex()
             limiter = RateLimiter.open(settings.home, limits)
             opened.callback(limiter.close)
             alerts = AlertView.open(settings.home)

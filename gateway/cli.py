@@ -130,7 +130,7 @@ def add_ledger_command(subparsers: argparse._SubParsersAction) -> None:  # type:
 
 def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
     from builder.core.errors import UsageError
-    from gateway.api import pagetoken
+    from builder.disk.durable import read_or_create_secret
     from gateway.edge import steps
     from gateway.edge.config import EdgePlan, edge_config
 
@@ -147,7 +147,7 @@ def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
         from tokens.cli import require_tokens
 
         require_tokens(settings.home)  # the gateways' home: never an empty one
-        credential = pagetoken.load_or_create_secret(settings.home, steps.SECRET_FILE).hex()
+        credential = read_or_create_secret(settings.home / steps.SECRET_FILE).hex()
     cache_dir = args.cache_dir or settings.home / CACHE_FOLDER
     plan = EdgePlan(
         listen=args.listen,

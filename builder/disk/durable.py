@@ -49,6 +49,17 @@ def create_once(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def read_or_create_secret(path: Path) -> bytes:
+    """The installation's secret in ``path`` (32 random bytes, hex, one line): the page-token
+    secret, the edge's credential. The first caller creates it (:func:`create_once`)."""
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        pass
+    create_once(path, (secrets.token_hex(32) + "\n").encode("ascii"))
+    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+
+
 def replace_durably(
     path: Path,
     data: bytes,

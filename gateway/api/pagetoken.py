@@ -1,8 +1,9 @@
 """Page tokens: a MAC over (revision, canonical query, offset). No nonce, no expiry.
 
 The same query at the same revision always yields the same token, so an as-of page stays
-byte-identical. The secret is one file under ``FXEV_HOME``, created once and atomically (a
-``link`` that fails if another process won the race), shared by every worker and gateway. In
+byte-identical. The secret is one file under ``FXEV_HOME`` (:data:`SECRET_FILE`), created once
+and atomically by :func:`builder.disk.durable.read_or_create_secret`, shared by every worker
+and gateway; these functions take it as a value. In
 fleet mode it lives in Redis instead, set once by the first gateway (``SET NX``:
 :meth:`gateway.fleet.gate.RedisGate.page_secret`), so a token minted by one gateway is accepted
 by all (docs/operating/fleet.md#redis).
@@ -15,10 +16,6 @@ import dataclasses
 import hashlib
 import hmac
 import re
-import secrets
-from pathlib import Path
-
-from builder.disk.durable import create_once
 
 SECRET_FILE = "page_token.secret"
 PAGE_TOKEN = re.compile(r"([1-9][0-9]{0,17})\.(0|[1-9][0-9]{0,17})\.([A-Za-z0-9_-]{43})")
@@ -54,15 +51,3 @@ def verify(secret: bytes, token: str, canonical_query: str) -> PageCursor:
     if not hmac.compare_digest(expected.encode(), match.group(3).encode()):
         raise PageTokenError("page_token does not belong to this query")
     return PageCursor(revision, offset)
-
-
-def load_or_create_secret(home: Path, name: str = SECRET_FILE) -> bytes:
-    """The installation's page-token secret (or another secret of the installation, in its file
-    ``name``: the edge's credential); the first caller creates it atomically, mode 0600."""
-    path = home / name
-    try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    except FileNotFoundError:
-        pass
-    create_once(path, (secrets.token_hex(32) + "\n").encode("ascii"))
-    return bytes.fromhex(path.read_text(encoding="ascii").strip())

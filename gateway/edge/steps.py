@@ -34,7 +34,7 @@ A client's request the edge passes on (``X-Fxev-Passed``, the credential)
 
 Without the credential, ``/_edge/...`` is an unknown path (404 ``NOT_FOUND``) and the other
 headers mean nothing. The credential is a secret made once per installation like the page-token
-secret (:func:`gateway.api.pagetoken.load_or_create_secret`; in Redis in fleet mode), compared with
+secret (:func:`builder.disk.durable.read_or_create_secret`; in Redis in fleet mode), compared with
 ``hmac.compare_digest``; ``fxev edge config`` writes it into the edge's configuration.
 """
 
