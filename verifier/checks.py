@@ -30,10 +30,17 @@ ITEM_FIELDS = ("fecha_serie", "compra", "venta", "fuente", "capturado_en")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Check:
+    """One finding. Its message is kept to one line whoever made it: a CR or LF in it (a value
+    the service sent, an error's text) is escaped, so a report is a line per finding."""
+
     status: str  # ok | fail | notice
-    check: str  # sha256 | value | parser | chain | item | event | header
+    check: str  # sha256 | value | parser | chain | item | event | header | log | proof
     message: str
     observacion_id: str
+
+    def __post_init__(self) -> None:
+        one_line = self.message.replace("\r", "\\r").replace("\n", "\\n")
+        object.__setattr__(self, "message", one_line)
 
     @property
     def line(self) -> str:
@@ -79,8 +86,7 @@ class _Checks:
         self.items: list[Check] = []
 
     def add(self, status: str, check: str, message: str) -> None:
-        one_line = message.replace("\r", "\\r").replace("\n", "\\n")
-        self.items.append(Check(status, check, one_line, self.observacion_id))
+        self.items.append(Check(status, check, message, self.observacion_id))
 
     def equal(self, check: str, what: str, actual: Any, expected: Any, against: str) -> bool:
         subject = f"{what} " if what else ""

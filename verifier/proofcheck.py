@@ -53,8 +53,7 @@ class _Checks:
         self.items.append(Check("ok", check, message, self.observacion_id))
 
     def fail(self, check: str, message: str) -> _Stop:
-        one_line = message.replace("\r", "\\r").replace("\n", "\\n")
-        self.items.append(Check("fail", check, one_line, self.observacion_id))
+        self.items.append(Check("fail", check, message, self.observacion_id))
         return _Stop()
 
 

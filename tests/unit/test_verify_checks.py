@@ -344,3 +344,13 @@ def test_an_upper_case_id_is_canonicalised() -> None:
     assert canonical_uuid("706171D6-E09B-4100-8581-85FF80219080") == (
         "706171d6-e09b-4100-8581-85ff80219080"
     )
+
+
+@pytest.mark.parametrize("check", ["value", "log", "proof"])
+def test_every_finding_is_one_line_whichever_check_made_it(check: str) -> None:
+    """A message carrying a CR or LF (a value the service sent, an error's text) is escaped by
+    the finding itself, so no collector can forget it."""
+    found = Check("fail", check, "bad\r\nFAIL  sha256 forged", "obs")
+    assert found.message == "bad\\r\\nFAIL  sha256 forged"
+    assert len(found.line.splitlines()) == 1
+    assert found.finding()["message"] == found.message
