@@ -18,7 +18,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from builder.fleet.processes import nginx_binary
@@ -141,9 +142,7 @@ def nginx(
     root: Path, prefix: Path, workers: int
 ) -> contextlib.AbstractContextManager[tuple[str, int]]:
     """nginx serving ``root`` on a free port: yields (base URL, PID of its master process)."""
-    port = free_port()
-    as_root = os.geteuid() == 0
-    return _nginx(nginx_config(prefix, root, port, workers, as_root), prefix, port, "/")
+    return _nginx(partial(nginx_config, prefix, root), workers, prefix, "/")
 
 
 def nginx_proxy(
@@ -151,16 +150,18 @@ def nginx_proxy(
 ) -> contextlib.AbstractContextManager[tuple[str, int]]:
     """nginx passing every request to ``upstream`` (``HOST:PORT``), uncached, on a free port:
     yields (base URL, PID of its master process)."""
-    port = free_port()
-    as_root = os.geteuid() == 0
-    return _nginx(proxy_config(prefix, upstream, port, workers, as_root), prefix, port, ready_path)
+    return _nginx(partial(proxy_config, prefix, upstream), workers, prefix, ready_path)
 
 
 @contextlib.contextmanager
-def _nginx(text: str, prefix: Path, port: int, ready_path: str) -> Iterator[tuple[str, int]]:
+def _nginx(
+    render: Callable[[int, int, bool], str], workers: int, prefix: Path, ready_path: str
+) -> Iterator[tuple[str, int]]:
+    """nginx run with what ``render(port, workers, as_root)`` makes, on a free port."""
+    port = free_port()
     prefix.mkdir(parents=True, exist_ok=True)
     config = prefix / "nginx.conf"
-    config.write_text(text)
+    config.write_text(render(port, workers, os.geteuid() == 0))
     log = prefix / "error.log"
     command = [nginx_binary(), "-p", str(prefix), "-e", str(log), "-c", str(config)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)

@@ -1,9 +1,9 @@
 """Page tokens: a MAC over (revision, canonical query, offset). No nonce, no expiry.
 
 The same query at the same revision always yields the same token, so an as-of page stays
-byte-identical. The secret is one file under ``FXEV_HOME`` (:data:`SECRET_FILE`), created once
-and atomically by :func:`builder.disk.durable.read_or_create_secret`, shared by every worker
-and gateway; these functions take it as a value. In
+byte-identical. These functions take the secret as a value. It is one file under ``FXEV_HOME``
+(:data:`SECRET_FILE`), created once and atomically by
+:func:`builder.disk.durable.read_or_create_secret` and shared by every worker and gateway; in
 fleet mode it lives in Redis instead, set once by the first gateway (``SET NX``:
 :meth:`gateway.fleet.gate.RedisGate.page_secret`), so a token minted by one gateway is accepted
 by all (docs/operating/fleet.md#redis).
