@@ -90,9 +90,9 @@ def cmd_requests_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def add_requests_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    requests = subparsers.add_parser("requests", help="the request ledger").add_subparsers(
-        dest="requests_command", required=True
-    )
+    requests = subparsers.add_parser(
+        "requests", help="find a request in the ledger by its id"
+    ).add_subparsers(dest="requests_command", required=True)
     show = requests.add_parser(
         "show", help="ledger entries whose X-Request-Id or body request_id is ID, oldest first"
     )
@@ -119,9 +119,9 @@ def cmd_ledger_ship(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def add_ledger_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    ledger = subparsers.add_parser("ledger", help="the request ledger").add_subparsers(
-        dest="ledger_command", required=True
-    )
+    ledger = subparsers.add_parser(
+        "ledger", help="ship the request ledger to the store"
+    ).add_subparsers(dest="ledger_command", required=True)
     shipping = ledger.add_parser(
         "ship", help="upload the ledger lines settled so far, not shipped yet, to FXEV_STORE_URL"
     )

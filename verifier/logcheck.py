@@ -247,11 +247,13 @@ def log_checks(
                 if old > new:
                     view.behind = True
                     found.notice(
-                        f"log of {new} revisions is behind the checkpoint of {old} seen before"
-                        f" (a gateway not caught up yet): a prefix of it, {old} kept"
+                        f"checkpoint of {new} revisions is behind the checkpoint of {old} seen"
+                        f" before (a gateway not caught up yet): a prefix of it, {old} kept"
                     )
                 else:
-                    found.ok(f"log of {new} revisions extends the checkpoint of {old} seen before")
+                    found.ok(
+                        f"checkpoint of {new} revisions extends the checkpoint of {old} seen before"
+                    )
     for revision, rows in sorted(expected_rows(detail, evidence_sha256).items()):
         with _failing(found):
             data = view.leaf(revision)
