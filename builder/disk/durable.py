@@ -6,7 +6,9 @@ import contextlib
 import os
 import secrets
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from builder.disk import faults
 
@@ -68,7 +70,22 @@ def replace_durably(
     staging: Path | None = None,
     sync_folder: bool = True,
 ) -> None:
-    """Write ``data`` under a new name, fsync it, rename it over ``path``, fsync the folder.
+    """Write ``data`` at ``path`` as :func:`replacing` does."""
+    with replacing(path, fsync=fsync, staging=staging, sync_folder=sync_folder) as handle:
+        handle.write(data)
+
+
+@contextlib.contextmanager
+def replacing(
+    path: Path,
+    *,
+    fsync: bool = True,
+    staging: Path | None = None,
+    sync_folder: bool = True,
+) -> Iterator[BinaryIO]:
+    """A file to write that replaces ``path`` when the block ends: written under a new name,
+    fsynced, renamed over ``path``, the folder fsynced. An error in the block leaves ``path`` as
+    it was, and no new name behind.
 
     The new name is a ``.tmp-*`` file in ``staging`` (same file system) or else beside ``path``;
     a process killed before the rename leaves it there. ``sync_folder=False``: the caller fsyncs
@@ -80,7 +97,7 @@ def replace_durably(
     fd, tmp = new_file(staging or path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            yield handle
             if fsync:
                 handle.flush()
                 os.fsync(handle.fileno())

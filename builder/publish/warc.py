@@ -23,8 +23,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
-import os
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ from warcio.warcwriter import WARCWriter
 
 from builder.core.errors import IntegrityError, StorageError
 from builder.disk.blobs import BlobStore
-from builder.disk.durable import fsync_dir
+from builder.disk.durable import replacing
 from builder.registry.records import Evidence, Revision
 from builder.registry.store import Registry
 
@@ -211,31 +209,22 @@ def _export_warc(registry: Registry, blobs: BlobStore, path: Path) -> ExportSumm
     head = registry.head()
     revision = head.revision if head else 0
     rows = registry.all_evidence()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-warc-")
     counts = {"response": 0, "resource": 0}
     payload_bytes = 0
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 suits secrets, not an archive meant to be shared
-        with os.fdopen(fd, "wb") as handle:
-            writer = WARCWriter(handle, gzip=path.name.endswith(".gz"), warc_version=WARC_VERSION)
-            writer.write_record(warcinfo_record(writer, path.name, head, len(rows)))
-            for evidence in rows:
-                problem = blobs.problem(evidence.sha256)
-                if problem is not None:
-                    raise ExportError(f"evidence {evidence.id}: {problem}")
-                body = blobs.read(evidence.sha256)
-                planned = plan_record(evidence)
-                write_record(writer, planned, body)
-                counts[planned.record_type] += 1
-                payload_bytes += len(body)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
+    with replacing(path) as handle:
+        writer = WARCWriter(handle, gzip=path.name.endswith(".gz"), warc_version=WARC_VERSION)
+        writer.write_record(warcinfo_record(writer, path.name, head, len(rows)))
+        for evidence in rows:
+            problem = blobs.problem(evidence.sha256)
+            if problem is not None:
+                raise ExportError(f"evidence {evidence.id}: {problem}")
+            body = blobs.read(evidence.sha256)
+            planned = plan_record(evidence)
+            write_record(writer, planned, body)
+            counts[planned.record_type] += 1
+            payload_bytes += len(body)
+    with path.open("rb") as written:
+        sha256 = hashlib.file_digest(written, "sha256").hexdigest()
     return ExportSummary(
         file=str(path),
         records=len(rows),
@@ -243,7 +232,7 @@ def _export_warc(registry: Registry, blobs: BlobStore, path: Path) -> ExportSumm
         resources=counts["resource"],
         payload_bytes=payload_bytes,
         revision=revision,
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        sha256=sha256,
     )
 
 
