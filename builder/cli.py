@@ -222,7 +222,7 @@ def cmd_publish(args: argparse.Namespace, settings: Settings) -> int:
     """Upload what the last build published to the store (docs/operating/fleet.md)."""
     require_registry(settings)
     require(settings.site / POINTER, "published tree", "FXEV_SITE")
-    emit(run_publish(settings, repair=args.repair))
+    emit(run_publish(settings, repair=args.repair).to_json())
     return 0
 
 

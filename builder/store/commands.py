@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from contextlib import closing
 from typing import Any
@@ -11,8 +12,8 @@ from builder.core.settings import Settings
 from builder.objstore.s3 import ObjectStore
 from builder.registry.store import Registry
 from builder.store.mirror import follow, mirror, to_stderr
-from builder.store.mirrors import Reporter, await_mirrors
-from builder.store.publish import publish
+from builder.store.mirrors import MirrorWait, Reporter, await_mirrors
+from builder.store.publish import PublishResult, publish
 from builder.tree.reader import TreeReader
 
 
@@ -20,7 +21,19 @@ def object_store(settings: Settings) -> ObjectStore:
     return ObjectStore(settings.store_url, settings.s3_endpoint)
 
 
-def run_publish(settings: Settings, repair: bool = False) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class PublishReport:
+    """``fxev publish``'s line: what was uploaded and, in fleet mode, what the mirrors did."""
+
+    result: PublishResult
+    mirrors: MirrorWait | None  # None: one host, no mirrors to wait for
+
+    def to_json(self) -> dict[str, Any]:
+        found = self.result.to_json()
+        return found if self.mirrors is None else found | self.mirrors.to_json()
+
+
+def run_publish(settings: Settings, repair: bool = False) -> PublishReport:
     """Publish the site's published revision; the site must be this home's registry's tree.
     ``repair``: check every key of the tree in the store, not only the new ones."""
     store = object_store(settings)  # FXEV_STORE_URL checked before anything is read
@@ -38,11 +51,13 @@ def run_publish(settings: Settings, repair: bool = False) -> dict[str, Any]:
             " it refuses the site)"
         )
     with closing(store):
-        result = publish(settings.site, store, repair).to_json()
+        result = publish(settings.site, store, repair)
+    mirrors = None
     if settings.redis_url:  # fleet mode: return once the live mirrors serve it
-        revision = result["published_revision"]
-        result |= await_mirrors(settings.redis_url, revision, settings.mirror_interval_s, to_stderr)
-    return result
+        mirrors = await_mirrors(
+            settings.redis_url, result.published_revision, settings.mirror_interval_s, to_stderr
+        )
+    return PublishReport(result, mirrors)
 
 
 def run_mirror(settings: Settings, following: bool, emit: Callable[[dict[str, Any]], None]) -> None:

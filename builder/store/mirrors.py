@@ -17,6 +17,7 @@ is the same warning, never a failed mirror or publish: the keys only tell who al
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import socket
 import time
@@ -121,11 +122,25 @@ class Reporter:
         self.client.close()
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class MirrorWait:
+    """What ``fxev publish`` saw waiting for the live mirrors: those serving the revision and
+    those behind it, both None when Redis could not be asked."""
+
+    mirrored: tuple[str, ...] | None
+    lagging: tuple[str, ...] | None
+
+    def to_json(self) -> dict[str, list[str] | None]:
+        return {
+            "mirrored": None if self.mirrored is None else list(self.mirrored),
+            "lagging": None if self.lagging is None else list(self.lagging),
+        }
+
+
 def await_mirrors(
     url: str, revision: int, interval_s: float, warn: Callable[[str], None]
-) -> dict[str, list[str] | None]:
-    """``fxev publish``'s wait: its result's ``mirrored`` and ``lagging`` (None when Redis could
-    not be asked), and a warning line for either kind of trouble."""
+) -> MirrorWait:
+    """``fxev publish``'s wait for the mirrors, and a warning line for either kind of trouble."""
     began = time.monotonic()
     try:
         client = connect(url)
@@ -140,11 +155,11 @@ def await_mirrors(
             f"fxev: publish: warning: Redis cannot say which mirrors serve revision {revision}"
             f" ({error})"
         )
-        return {"mirrored": None, "lagging": None}
+        return MirrorWait(None, None)
     if lagging:
         warn(
             f"fxev: publish: warning: revision {revision} is published, but not yet served by"
             f" {', '.join(lagging)} after {time.monotonic() - began:.0f} s (a mirror whose"
             f" report expired has stopped; one behind is waited for {wait_s(interval_s):g} s)"
         )
-    return {"mirrored": served, "lagging": lagging}
+    return MirrorWait(tuple(served), tuple(lagging))

@@ -361,10 +361,8 @@ def test_publish_names_a_mirror_behind_with_the_time_it_waited(
             *(f"fxev:mirror:{mirror_name(tmp_path / s)}" for s in ("behind", "caught-up"))
         )
         client.close()
-    assert (
-        result["mirrored"] is not None and mirror_name(tmp_path / "caught-up") in result["mirrored"]
-    )
-    assert result["lagging"] == [mirror_name(tmp_path / "behind")]
+    assert result.mirrored is not None and mirror_name(tmp_path / "caught-up") in result.mirrored
+    assert result.lagging == (mirror_name(tmp_path / "behind"),)
     [warning] = warnings
     assert f"not yet served by {mirror_name(tmp_path / 'behind')} after 5 s" in warning, warning
     assert f"waited for {wait_s(0.1):g} s" in warning and "\n" not in warning

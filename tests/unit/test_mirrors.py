@@ -3,10 +3,13 @@ revision, read from Redis, until each reaches the published one or the wait ends
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
 from builder.store import mirrors
+from builder.store.commands import PublishReport
+from builder.store.publish import PublishResult
 
 
 class FakeRedis:
@@ -89,3 +92,33 @@ def test_a_mirror_says_its_revision_for_three_polls_and_at_least_ten_seconds(
     name = mirrors.PREFIX + mirrors.mirror_name(tmp_path)
     assert client.set_calls == [(name, "9", 15), (name, "9", 10)]
     assert mirrors.wait_s(5) == 15.0
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed: refused until reused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_redis_down_is_a_warning_and_a_wait_that_saw_nothing() -> None:
+    """fxev publish in fleet mode with Redis unreachable: the upload stands, its line says
+    ``mirrored`` and ``lagging`` are unknown (null), and one warning names the revision."""
+    warnings: list[str] = []
+    seen = mirrors.await_mirrors(f"redis://127.0.0.1:{closed_port()}/0", 7, 1, warnings.append)
+    assert seen == mirrors.MirrorWait(None, None)
+    assert len(warnings) == 1 and "which mirrors serve revision 7" in warnings[0], warnings
+    line = PublishReport(PublishResult(7, uploaded=3, skipped=1), seen).to_json()
+    assert line == {
+        "published_revision": 7, "uploaded": 3, "skipped": 1, "mirrored": None, "lagging": None
+    }  # fmt: skip
+
+
+def test_publish_on_one_host_has_no_mirror_fields() -> None:
+    waited = mirrors.MirrorWait(("a",), ("b",))
+    result = PublishResult(7, uploaded=0, skipped=4, replaced=0)
+    assert PublishReport(result, None).to_json() == {
+        "published_revision": 7, "uploaded": 0, "skipped": 4, "replaced": 0
+    }  # fmt: skip
+    assert PublishReport(result, waited).to_json()["mirrored"] == ["a"]
+    assert PublishReport(result, waited).to_json()["lagging"] == ["b"]
