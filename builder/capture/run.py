@@ -43,7 +43,7 @@ class SourceSpec:
     moneda: str = CURRENCY
 
 
-@dataclasses.dataclass(slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Stores:
     """The stores a write touches: the registry, the evidence blobs and the alerts."""
 

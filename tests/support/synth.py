@@ -83,11 +83,11 @@ def txt_body(fecha: date, compra: int, venta: int) -> bytes:
     return f"{fecha:%d/%m/%Y}|{raw_value(compra)}|{raw_value(venta)}|\r\n".encode("ascii")
 
 
-def bulk_mode(stores: Stores, home: Path) -> None:
-    """Benchmark only: the same writes without fsync (see the module docstring)."""
+def bulk_mode(stores: Stores) -> Stores:
+    """Benchmark only: the same stores, writing without fsync (see the module docstring)."""
     stores.registry.conn.execute("PRAGMA synchronous=OFF")
     stores.alerts.conn.execute("PRAGMA synchronous=OFF")
-    stores.blobs = BlobStore(stores.blobs.root, fsync=False)
+    return dataclasses.replace(stores, blobs=BlobStore(stores.blobs.root, fsync=False))
 
 
 class Synth:
@@ -113,7 +113,7 @@ class Synth:
         self.settings = settings or load_settings({"FXEV_HOME": str(home)})
         self.stores = Stores.open(home)
         if not durable:
-            bulk_mode(self.stores, home)
+            self.stores = bulk_mode(self.stores)
         self.rng = random.Random(seed)
         self.captures_per_date = captures_per_date
         self.correction_rate = correction_rate
