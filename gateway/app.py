@@ -38,7 +38,8 @@ from gateway.handlers.published import PublishedView
 from gateway.handlers.routes import ROUTES
 from gateway.http import head
 from gateway.http.sending import error_response, is_preflight, preflight
-from gateway.ledger.recording import Ledger, ledger_folder
+from gateway.ledger.reading import ledger_folder
+from gateway.ledger.recording import Ledger
 from gateway.limits.ring import RateLimiter
 from gateway.limits.rule import LimaClock, Limits
 from gateway.server.http1 import GatewayProtocol

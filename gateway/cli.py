@@ -14,7 +14,7 @@ import orjson
 
 from builder.core.arguments import count_of_at_least_one, port_number
 from gateway.edge.config import CACHE_FOLDER, DEFAULT_LISTEN, DEFAULT_UPSTREAM
-from gateway.ledger.recording import find_entries, ledger_folder
+from gateway.ledger.reading import find_entries, ledger_folder
 
 if TYPE_CHECKING:
     from builder.core.settings import Settings

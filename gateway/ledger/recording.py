@@ -20,8 +20,9 @@ batch's lines may be on disk all the same (the writer was killed after writing t
 answering): the ledger keeps them and sends them with its next batch, which the writer writes only
 after overwriting them with zeros (*voiding* them), and on a :meth:`Ledger.close` it voids those
 of the batch still in flight. The 503 sent instead is recorded marked ``"supersedes": true``
-(:meth:`Ledger.append`), and readers (:func:`shown`) show it instead of any earlier entry of the
-same ``x_request_id``, should one be left where the void could not reach (a file rotated between).
+(:meth:`Ledger.append`), and readers (:func:`gateway.ledger.reading.shown`) show it instead of
+any earlier entry of the same ``x_request_id``, should one be left where the void could not
+reach (a file rotated between).
 A released batch the next frame does not follow at once is acknowledged to the writer, which
 marks what may be shipped (:mod:`gateway.ledger.shipping`).
 """
@@ -38,16 +39,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 
+from gateway.ledger.reading import SUFFIX
 from gateway.ledger.writer import ACK, FRAME
-
-LEDGER_DIR = "ledger"
-SUFFIX = ".jsonl"
 
 
 class LedgerUnavailable(Exception):
@@ -83,10 +80,6 @@ class LedgerEntry:
         # orjson writes a dataclass's fields in declaration order, as ``asdict`` would, for a
         # tenth of the cost (``asdict`` deep-copies every field).
         return orjson.dumps(self, option=orjson.OPT_APPEND_NEWLINE)
-
-
-def ledger_folder(home: Path) -> Path:
-    return home / LEDGER_DIR
 
 
 def worker_file_name() -> str:
@@ -317,49 +310,3 @@ class Ledger:
         for _, done in waiting:
             if not done.done():
                 done.set_exception(closed)
-
-
-# -- reading (``fxev requests show``) ----------------------------------------------------------
-
-
-def read_entries(folder: Path) -> Iterator[dict[str, Any]]:
-    """Every complete entry of every worker file; torn or foreign lines are skipped."""
-    if not folder.is_dir():
-        return
-    for path in sorted(folder.glob("*" + SUFFIX)):
-        with path.open("rb") as handle:
-            for line in handle:
-                if not line.endswith(b"\n"):
-                    continue  # the torn tail of a killed worker: that response never left
-                try:
-                    entry = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(entry, dict) and "x_request_id" in entry:
-                    yield entry
-
-
-def shown(entries: Iterable[dict[str, Any]], wanted: str | None = None) -> list[dict[str, Any]]:
-    """The entries a reader shows (those whose ``x_request_id`` or body ``request_id`` is
-    ``wanted``, if given): an entry marked ``"supersedes": true`` (the 503 sent when the ledger
-    failed) hides every other entry of its ``x_request_id``, which never left."""
-    found, superseded = [], set()
-    for entry in entries:
-        if entry.get("supersedes") is True:
-            superseded.add(entry.get("x_request_id"))
-        if wanted is None or wanted in (entry.get("x_request_id"), entry.get("request_id")):
-            found.append(entry)
-    if not superseded:
-        return found
-    return [
-        entry
-        for entry in found
-        if entry.get("supersedes") is True or entry.get("x_request_id") not in superseded
-    ]
-
-
-def find_entries(folder: Path, request_id: str) -> list[dict[str, Any]]:
-    """The entries shown for ``request_id`` (an ``x_request_id`` or a body ``request_id``),
-    oldest first."""
-    found = shown(read_entries(folder), request_id.strip().lower())
-    return sorted(found, key=lambda entry: entry.get("ts", ""))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from gateway.ledger.recording import read_entries
+from gateway.ledger.reading import read_entries
 from tests.contract.conftest import Gateway, ledger_entries
 from tests.contract.test_api import assert_api_error
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from gateway.ledger.recording import read_entries, shown
+from gateway.ledger.reading import read_entries, shown
 from tests.contract.conftest import Gateway, ledger_entries
 from tests.contract.test_ledger import RATES, evidence_path
 

@@ -27,7 +27,7 @@ import requests
 from builder.demo import local_source
 from gateway.http.head import BODY_MAX, HEAD_MAX
 from gateway.http.sending import TOO_LARGE
-from gateway.ledger.recording import ledger_folder, read_entries, shown
+from gateway.ledger.reading import ledger_folder, read_entries, shown
 from tests.contract.conftest import copy_demo, fxev, ledger_entries
 from tests.edge.conftest import Raw, Running, edge_in_front, exchange
 from tests.edge.test_edge_rules import AS_OF, IDENTITY, LATEST, SEPTEMBER

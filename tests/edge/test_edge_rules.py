@@ -34,7 +34,7 @@ import requests
 
 from builder.demo import local_source
 from gateway.http.sending import repr_digest
-from gateway.ledger.recording import ledger_folder, read_entries, shown
+from gateway.ledger.reading import ledger_folder, read_entries, shown
 from tests.builder.localserver import LocalServer
 from tests.contract.conftest import (
     copy_demo,

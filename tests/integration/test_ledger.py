@@ -17,14 +17,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gateway.ledger.recording import (
-    Ledger,
-    LedgerEntry,
-    LedgerUnavailable,
-    find_entries,
-    read_entries,
-    shown,
-)
+from gateway.ledger.reading import find_entries, read_entries, shown
+from gateway.ledger.recording import Ledger, LedgerEntry, LedgerUnavailable
 from gateway.ledger.writer import LedgerFile
 
 
