@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from builder.core.arguments import count_of_at_least_one, port_number
-from gateway.edge.config import CACHE_FOLDER, DEFAULT_LISTEN, DEFAULT_UPSTREAM
+from gateway.edge.defaults import CACHE_FOLDER, DEFAULT_LISTEN, DEFAULT_UPSTREAM
 from gateway.ledger.reading import find_entries, ledger_folder
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from builder.tree.layout import POINTER
     from gateway.app import check_stores, create_app_from_env
     from gateway.server.serving import serve_factory
-    from tokens.cli import require_tokens
+    from tokens.commands import require_tokens
 
     # A home without its token store, or (for `fxev serve`) a site never built: one line, never
     # an empty home. `python -m gateway serve` starts before the first build (a fleet host before
@@ -144,7 +144,7 @@ def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             gate.close()
     else:
-        from tokens.cli import require_tokens
+        from tokens.commands import require_tokens
 
         require_tokens(settings.home)  # the gateways' home: never an empty one
         credential = read_or_create_secret(settings.home / steps.SECRET_FILE).hex()

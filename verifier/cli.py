@@ -1,4 +1,5 @@
-"""``fxev verify``'s arguments and handler, and ``python -m verifier``, the same command alone.
+"""``fxev verify``'s arguments, and ``python -m verifier``, the same command alone (the handler
+is :func:`verifier.command.verify`, imported when the command runs).
 
 The consumer's command reads two settings, ``FXEV_TOKEN`` and ``FXEV_LOG_VKEY``, and none of the
 operator's: an operator's setting that is unset or malformed on a consumer's machine
@@ -11,15 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-import orjson
-
-from builder.core.arguments import OneLineParser
+from builder.core.arguments import Deferred, OneLineParser
 from builder.core.errors import reported
-from verifier.command import run_verify_command
 
+HANDLER = ("verifier.command", "verify")  # imported when the command runs
 HELP = "check an observation (or a saved rates response) against its evidence, over HTTP"
 
 
@@ -40,22 +38,11 @@ def add_verify_command(commands: argparse._SubParsersAction) -> None:  # type: i
     """``fxev verify``: its handler takes the environment, not the operator's settings."""
     verifying = commands.add_parser("verify", help=HELP)
     add_arguments(verifying)
-    verifying.set_defaults(handler=verify, reads_settings=False)
-
-
-def verify(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404) or
-    a usage error: an empty ``--vkey`` is a key that cannot be used, not a key left out."""
-    token = environ.get("FXEV_TOKEN") or None
-    vkey = (environ.get("FXEV_LOG_VKEY", "").strip() or None) if args.vkey is None else args.vkey
-    verdict = run_verify_command(args, token, vkey)
-    sys.stdout.write(orjson.dumps(verdict.to_json()).decode() + "\n")
-    sys.stdout.flush()
-    return verdict.exit_code
+    verifying.set_defaults(handler=Deferred(*HANDLER), reads_settings=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m verifier", description=HELP)
     add_arguments(parser)
     args = parser.parse_args(argv)
-    return reported(lambda: verify(args, os.environ))
+    return reported(lambda: Deferred(*HANDLER)(args, os.environ))

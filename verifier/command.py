@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
@@ -339,3 +340,14 @@ def run_verify_command(
         raise VerifyUsageError("verify --record and --rows go with --proof FILE")
     log = log_options(vkey, args.state)
     return run_verify(args.url, token, args.observacion_id, args.response, log)
+
+
+def verify(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """Exit 0 verified (notices allowed), 1 a mismatch, 2 could not ask (network, 401, 404) or
+    a usage error: an empty ``--vkey`` is a key that cannot be used, not a key left out."""
+    token = environ.get("FXEV_TOKEN") or None
+    vkey = (environ.get("FXEV_LOG_VKEY", "").strip() or None) if args.vkey is None else args.vkey
+    verdict = run_verify_command(args, token, vkey)
+    sys.stdout.write(orjson.dumps(verdict.to_json()).decode() + "\n")
+    sys.stdout.flush()
+    return verdict.exit_code

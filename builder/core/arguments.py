@@ -6,12 +6,19 @@ before a usage error; :class:`OneLineParser` prints the error alone,
 prints the usage. ``fxev`` passes it as every subcommand's ``parser_class``, so the commands the
 gateway and the token store contribute use it too; ``python -m gateway``, ``make run``'s demo and
 ``make fleet`` use it as well.
+
+A command's handler is named by module and function (:class:`Deferred`) and imported when that
+command runs, so the parser itself loads no store, no HTTP client and no server: ``fxev --help``
+and a usage error answer at once, and each command loads only its own modules.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+import dataclasses
+import importlib
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from builder.core.settings import http_url
 
@@ -19,6 +26,26 @@ from builder.core.settings import http_url
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+Handler = Callable[[argparse.Namespace, Any], int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Deferred:
+    """A command's handler named by module and function (``set_defaults(handler=...)``),
+    imported when the command runs. Called like the handler: the parsed arguments and the
+    settings (or the environment) in, the exit code out."""
+
+    module: str
+    name: str
+
+    def load(self) -> Handler:
+        handler: Handler = getattr(importlib.import_module(self.module), self.name)
+        return handler
+
+    def __call__(self, args: argparse.Namespace, context: Any) -> int:
+        return self.load()(args, context)
 
 
 def port_number(raw: str) -> int:

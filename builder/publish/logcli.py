@@ -5,6 +5,7 @@ signing key on first use, and refuses (exit 1) when the published tree's log nam
 (a home that lost ``log.key``, or ``FXEV_LOG_ORIGIN`` changed). ``log proof OBSERVACION_ID``
 prints, from the published tree, a C2SP ``tlog-proof`` of the leaf of the revision that created
 the observation, its leaf in ``extra``: with only the verifier key, anyone checks it offline.
+Their arguments are declared in :mod:`builder.cli`.
 """
 
 from __future__ import annotations
@@ -83,16 +84,3 @@ def cmd_log_proof(args: argparse.Namespace, settings: Settings) -> int:
     path = merkle.inclusion_proof(revision - 1, size, log.hash_reader(size))
     sys.stdout.write(TlogProof(revision - 1, tuple(path), checkpoint, leaf).encode())
     return 0
-
-
-def add_log_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    log = commands.add_parser("log", help="the transparency log").add_subparsers(
-        dest="log_command", required=True
-    )
-    key = log.add_parser("key", help="print the log's verifier key (creates the key once)")
-    key.set_defaults(handler=cmd_log_key)
-    proof = log.add_parser(
-        "proof", help="print a tlog-proof of an observation's revision, checkable offline"
-    )
-    proof.add_argument("observacion_id", metavar="OBSERVACION_ID", help="the observation")
-    proof.set_defaults(handler=cmd_log_proof)

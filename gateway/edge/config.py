@@ -20,9 +20,6 @@ from gateway.edge.nginx import BLOCKS, DIRECT_BLOCKS, LANE_BLOCKS, TEMPLATE
 from gateway.http.head import BODY_MAX, HEAD_MAX, HOST_PATTERN
 
 ADDRESS = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$")
-DEFAULT_LISTEN = "127.0.0.1:8080"
-DEFAULT_UPSTREAM = "127.0.0.1:8000"
-CACHE_FOLDER = "edge-cache"
 CACHE_MAX_SIZE = "1g"
 CACHE_INACTIVE = "30d"
 # Whether nginx's gzip takes Accept-Encoding as accepting gzip (ngx_http_gzip_accept_encoding):
