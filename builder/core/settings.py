@@ -227,7 +227,7 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         clock_tolerance_s=_int(environ, "FXEV_CLOCK_TOLERANCE_S", minimum=1),
         proxy=_proxy(environ),
         capture_deadline_s=_int(environ, "FXEV_CAPTURE_DEADLINE_S", minimum=1),
-        store_url=environ.get("FXEV_STORE_URL") or None,
+        store_url=_store_url(environ),
         s3_endpoint=_url(environ, "FXEV_S3_ENDPOINT") if environ.get("FXEV_S3_ENDPOINT") else None,
         mirror_interval_s=_int(environ, "FXEV_MIRROR_INTERVAL_S", minimum=1),
         cors_origins=parse_origins(environ.get("FXEV_CORS_ORIGINS", "")),
@@ -237,6 +237,36 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         edge_lane=_address("FXEV_EDGE_LANE", environ.get("FXEV_EDGE_LANE", "")),
         public_url=parse_public_url(environ.get("FXEV_PUBLIC_URL", "")),
     )
+
+
+# The bucket names boto3 sends at all (AWS's own rule is narrower; other stores differ).
+BUCKET_NAME = re.compile(r"[a-zA-Z0-9.\-_]{1,255}")
+
+
+def parse_store_url(url: str | None) -> tuple[str, str]:
+    """(bucket, prefix without slashes at its ends) of ``s3://BUCKET/PREFIX``."""
+    if not url:
+        raise ConfigurationError("FXEV_STORE_URL is not set (s3://BUCKET/PREFIX of the store)")
+    if not url.startswith("s3://"):
+        raise ConfigurationError(f"FXEV_STORE_URL must be s3://BUCKET/PREFIX, got {url!r}")
+    bucket, _, prefix = url[len("s3://") :].partition("/")
+    if not bucket:
+        raise ConfigurationError(f"FXEV_STORE_URL names no bucket: {url!r}")
+    if not BUCKET_NAME.fullmatch(bucket):
+        raise ConfigurationError(
+            f"FXEV_STORE_URL names a bucket no S3 client takes: {bucket!r} (letters, digits,"
+            " '.', '-' and '_' only)"
+        )
+    return bucket, prefix.strip("/")
+
+
+def _store_url(environ: Mapping[str, str]) -> str | None:
+    """FXEV_STORE_URL as set, once :func:`parse_store_url` reads it: a malformed one stops every
+    command, not only those that reach the store."""
+    raw = environ.get("FXEV_STORE_URL") or None
+    if raw is not None:
+        parse_store_url(raw)
+    return raw
 
 
 def parse_public_url(raw: str) -> str | None:

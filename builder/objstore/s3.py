@@ -19,7 +19,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import os
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,31 +26,13 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from builder.core.errors import ConfigurationError, Conflict, RemoteError
+from builder.core.settings import parse_store_url
 
 THREADS = 16  # parallel requests; also the size of boto3's connection pool
-# The bucket names boto3 sends at all (AWS's own rule is narrower; other stores differ).
-BUCKET_NAME = re.compile(r"[a-zA-Z0-9.\-_]{1,255}")
 SHA256_META = "sha256"  # x-amz-meta-sha256: the SHA-256 of an object's bytes, set on upload
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def parse_store_url(url: str | None) -> tuple[str, str]:
-    """(bucket, prefix without slashes at its ends) of ``s3://BUCKET/PREFIX``."""
-    if not url:
-        raise ConfigurationError("FXEV_STORE_URL is not set (s3://BUCKET/PREFIX of the store)")
-    if not url.startswith("s3://"):
-        raise ConfigurationError(f"FXEV_STORE_URL must be s3://BUCKET/PREFIX, got {url!r}")
-    bucket, _, prefix = url[len("s3://") :].partition("/")
-    if not bucket:
-        raise ConfigurationError(f"FXEV_STORE_URL names no bucket: {url!r}")
-    if not BUCKET_NAME.fullmatch(bucket):
-        raise ConfigurationError(
-            f"FXEV_STORE_URL names a bucket no S3 client takes: {bucket!r} (letters, digits,"
-            " '.', '-' and '_' only)"
-        )
-    return bucket, prefix.strip("/")
 
 
 def one_line(error: BaseException) -> str:

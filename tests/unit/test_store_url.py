@@ -4,10 +4,16 @@ a value no request could ever use is a configuration error (exit 1), never "unre
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from builder.core.errors import ConfigurationError, RemoteError
-from builder.objstore.s3 import ObjectStore, one_line, parse_store_url
+from builder.core.settings import load_settings, parse_store_url
+from builder.objstore.s3 import ObjectStore, one_line
 
 
 @pytest.mark.parametrize(
@@ -38,6 +44,24 @@ def test_a_store_url_no_request_could_use_is_a_configuration_error(
 ) -> None:
     with pytest.raises(ConfigurationError, match=message):
         parse_store_url(url)
+
+
+@pytest.mark.parametrize("url", ["nonsense", "s3:///p", "s3://bad bucket/x"])
+def test_a_store_url_no_request_could_use_stops_every_command(url: str, tmp_path: Path) -> None:
+    """Read with the other settings (docs/operating/configuration.md): a command that never
+    reaches the store (``fxev token list`` here) refuses it too, one line, exit 1, and creates
+    no home."""
+    with pytest.raises(ConfigurationError, match="FXEV_STORE_URL"):
+        load_settings({"FXEV_HOME": str(tmp_path / "home"), "FXEV_STORE_URL": url})
+    env = {**os.environ, "FXEV_HOME": str(tmp_path / "home"), "FXEV_STORE_URL": url}
+    env.pop("FXEV_REDIS_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "builder", "token", "list"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    assert done.stderr.count("\n") == 1 and "FXEV_STORE_URL" in done.stderr, done.stderr
+    assert not (tmp_path / "home").exists()
 
 
 def test_a_region_boto_refuses_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
