@@ -78,8 +78,9 @@ class Checked:
         return {"ok": self.ok, "findings": self.findings()}
 
 
-class _Checks:
-    """Collects the checks of one observation."""
+class Collector:
+    """Collects the checks of one observation in the order they ran: every form of
+    ``fxev verify`` (the API's answers, the log, an offline proof) reports through one."""
 
     def __init__(self, observacion_id: str) -> None:
         self.observacion_id = observacion_id
@@ -87,6 +88,15 @@ class _Checks:
 
     def add(self, status: str, check: str, message: str) -> None:
         self.items.append(Check(status, check, message, self.observacion_id))
+
+    def ok(self, check: str, message: str) -> None:
+        self.add("ok", check, message)
+
+    def fail(self, check: str, message: str) -> None:
+        self.add("fail", check, message)
+
+    def notice(self, check: str, message: str) -> None:
+        self.add("notice", check, message)
 
     def equal(self, check: str, what: str, actual: Any, expected: Any, against: str) -> bool:
         subject = f"{what} " if what else ""
@@ -121,7 +131,7 @@ def evidence_checks(
     """The bytes' SHA-256 against ``X-Sha256``, the ETag and the recording event; the
     evidence headers against the observation. Returns the checks and the recording event."""
     observation = detail["observacion"]
-    checks = _Checks(observation["id"])
+    checks = Collector(observation["id"])
     sha256 = hashlib.sha256(body).hexdigest()
     checks.equal("sha256", "", sha256, headers.get("X-Sha256"), "X-Sha256")
     checks.equal("sha256", "", f'"{sha256}"', headers.get("ETag"), "ETag")
@@ -167,7 +177,7 @@ def evidence_checks(
 def value_checks(detail: Body, body: bytes, event: Body | None) -> list[Check]:
     """Re-parse the bytes with the observation's parser; compare every parsed field."""
     observation = detail["observacion"]
-    checks = _Checks(observation["id"])
+    checks = Collector(observation["id"])
     linea = None
     if event is not None and event["tipo"] == "importada":
         linea = event["detalle"].get("linea")
@@ -215,7 +225,7 @@ def chain_checks(detail: Body, members: Mapping[str, Body | None]) -> list[Check
     member sees the same chain, links point back (``supersedida``/``correccion``), one date,
     no cycle. ``members`` maps each chain id to its own detail, or None when it is unknown."""
     observation = detail["observacion"]
-    checks = _Checks(observation["id"])
+    checks = Collector(observation["id"])
     ids = chain_ids(detail)
     if len(set(ids)) != len(ids):
         checks.add("fail", "chain", f"an observation appears twice in the chain {ids}: a cycle")
@@ -269,7 +279,7 @@ def chain_checks(detail: Body, members: Mapping[str, Body | None]) -> list[Check
     return checks.items
 
 
-def _link_checks(checks: _Checks, older: Body, newer_id: str, newer: Body | None) -> int:
+def _link_checks(checks: Collector, older: Body, newer_id: str, newer: Body | None) -> int:
     """``older`` says ``supersedida`` by ``newer_id``; a ``correccion`` on ``newer`` names it."""
     failures = 0
     older_id = older["observacion"]["id"]
@@ -302,7 +312,7 @@ def _link_checks(checks: _Checks, older: Body, newer_id: str, newer: Body | None
 def item_checks(item: Body, detail: Body, dataset_revision: int) -> list[Check]:
     """A rate item served at ``dataset_revision`` agrees with its observation's detail now."""
     observation = detail["observacion"]
-    checks = _Checks(observation["id"])
+    checks = Collector(observation["id"])
     failures = 0
     for field in ITEM_FIELDS:
         if item.get(field) != observation[field]:

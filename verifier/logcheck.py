@@ -32,11 +32,13 @@ from typing import Any
 from builder.core.errors import STORAGE_ERRNOS, PathError
 from builder.tlog import leaf as leaves
 from builder.tlog import merkle, note, tiles
-from verifier.checks import Body, Check
+from verifier.checks import Body, Check, Collector
 from verifier.client import ApiClient, ClientError
 
 RECORDING = ("capturada", "importada")
 STATE_MAX = 65_536  # a signed checkpoint is a few hundred bytes
+
+LOG = "log"  # the check every finding of this module is filed under
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -53,27 +55,12 @@ class _Missing(LogFailure):
     """A file of the log the service did not serve (404)."""
 
 
-class _Found:
-    def __init__(self, observacion_id: str) -> None:
-        self.observacion_id = observacion_id
-        self.items: list[Check] = []
-
-    def ok(self, message: str) -> None:
-        self.items.append(Check("ok", "log", message, self.observacion_id))
-
-    def fail(self, message: str) -> None:
-        self.items.append(Check("fail", "log", message, self.observacion_id))
-
-    def notice(self, message: str) -> None:
-        self.items.append(Check("notice", "log", message, self.observacion_id))
-
-
 @contextlib.contextmanager
-def _failing(found: _Found) -> Iterator[None]:
+def _failing(found: Collector) -> Iterator[None]:
     try:
         yield
     except (LogFailure, note.NoteError, merkle.ProofError, leaves.LeafError) as error:
-        found.fail(str(error))
+        found.fail(LOG, str(error))
 
 
 def expected_rows(detail: Body, evidence_sha256: str) -> dict[int, list[tuple[str, str, str]]]:
@@ -232,11 +219,11 @@ def log_checks(
 ) -> list[Check]:
     """The log's checks of one observation, through ``view`` (one per run: its checkpoint read
     and checked once). Nothing is saved here: :func:`keep_checkpoint` saves once per run."""
-    found = _Found(detail["observacion"]["id"])
+    found = Collector(detail["observacion"]["id"])
     view = view or LogView(client, options.key)
     with _failing(found):
         checkpoint = view.open_checkpoint()
-        found.ok(f"checkpoint of {checkpoint.size} revisions signed by {options.key.name}")
+        found.ok(LOG, f"checkpoint of {checkpoint.size} revisions signed by {options.key.name}")
     if view.checkpoint is None:
         return found.items
     if options.state is not None and options.state.exists():
@@ -247,12 +234,15 @@ def log_checks(
                 if old > new:
                     view.behind = True
                     found.notice(
+                        LOG,
                         f"checkpoint of {new} revisions is behind the checkpoint of {old} seen"
-                        f" before (a gateway not caught up yet): a prefix of it, {old} kept"
+                        f" before (a gateway not caught up yet): a prefix of it, {old} kept",
                     )
                 else:
                     found.ok(
-                        f"checkpoint of {new} revisions extends the checkpoint of {old} seen before"
+                        LOG,
+                        f"checkpoint of {new} revisions extends the checkpoint of {old} seen"
+                        " before",
                     )
     for revision, rows in sorted(expected_rows(detail, evidence_sha256).items()):
         with _failing(found):
@@ -263,12 +253,14 @@ def log_checks(
             leaf = leaves.decode(data, rows_list)
             if leaf.revision != revision:
                 raise LogFailure(f"leaf {revision - 1} is of revision {leaf.revision}")
-            found.ok(f"leaf of revision {revision} is in the signed tree")
+            found.ok(LOG, f"leaf of revision {revision} is in the signed tree")
             missing = [what for table, digest, what in rows if not leaf.has(table, digest)]
             for what in missing:  # each one reported
-                found.fail(f"the leaf of revision {revision} does not commit to {what}")
+                found.fail(LOG, f"the leaf of revision {revision} does not commit to {what}")
             if not missing:
-                found.ok(f"leaf of revision {revision} commits to {len(rows)} served record(s)")
+                found.ok(
+                    LOG, f"leaf of revision {revision} commits to {len(rows)} served record(s)"
+                )
     return found.items
 
 

@@ -28,7 +28,7 @@ import orjson
 
 from builder.tlog import leaf as leaves
 from builder.tlog import merkle, note, proof
-from verifier.checks import Body, Check, Checked
+from verifier.checks import Body, Checked, Collector
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -44,17 +44,10 @@ class _Stop(Exception):
     """A check failed that the later ones depend on."""
 
 
-class _Checks:
-    def __init__(self, observacion_id: str) -> None:
-        self.observacion_id = observacion_id
-        self.items: list[Check] = []
-
-    def ok(self, check: str, message: str) -> None:
-        self.items.append(Check("ok", check, message, self.observacion_id))
-
-    def fail(self, check: str, message: str) -> _Stop:
-        self.items.append(Check("fail", check, message, self.observacion_id))
-        return _Stop()
+def _stop(found: Collector, check: str, message: str) -> _Stop:
+    """Record a failed check the later ones depend on; the caller raises what it returns."""
+    found.fail(check, message)
+    return _Stop()
 
 
 def record_observation(body: Any) -> Body:
@@ -75,7 +68,7 @@ def check_proof(
 ) -> ProofVerdict:
     """Every check of a ``tlog-proof``, its bytes ``data`` (and, with ``record``, of the
     observation in its leaf)."""
-    found = _Checks("" if record is None else str(record.get("id", "")))
+    found = Collector("" if record is None else str(record.get("id", "")))
     state: dict[str, int] = {}
     with contextlib.suppress(_Stop):
         _check(found, state, data, key, record, rows_list)
@@ -83,7 +76,7 @@ def check_proof(
 
 
 def _check(
-    found: _Checks,
+    found: Collector,
     state: dict[str, int],
     data: bytes,
     key: note.VerifierKey,
@@ -93,16 +86,16 @@ def _check(
     try:
         parsed = proof.parse(note.decode(data))
     except note.NoteError as error:
-        raise found.fail("proof", str(error)) from None
+        raise _stop(found, "proof", str(error)) from None
     if parsed.extra is None:
-        raise found.fail("proof", "the proof carries no leaf in extra: not an fxev log proof")
+        raise _stop(found, "proof", "the proof carries no leaf in extra: not an fxev log proof")
     state["index"] = parsed.index
     try:
         checkpoint = note.parse_checkpoint(note.open_note(parsed.checkpoint, key))
     except note.NoteError as error:
-        raise found.fail("checkpoint", f"signature: {error}") from None
+        raise _stop(found, "checkpoint", f"signature: {error}") from None
     if checkpoint.origin != key.name:
-        raise found.fail("checkpoint", f"origin {checkpoint.origin} is not {key.name}")
+        raise _stop(found, "checkpoint", f"origin {checkpoint.origin} is not {key.name}")
     found.ok("checkpoint", f"signed by the key, tree of {checkpoint.size} revisions")
     try:
         merkle.verify_inclusion(
@@ -113,18 +106,21 @@ def _check(
             checkpoint.root,
         )
     except merkle.ProofError as error:
-        raise found.fail(
-            "inclusion", f"the leaf in extra and the proof hashes do not lead to the root: {error}"
+        raise _stop(
+            found,
+            "inclusion",
+            f"the leaf in extra and the proof hashes do not lead to the root: {error}",
         ) from None
     found.ok("inclusion", f"leaf {parsed.index} leads to the signed root")
     revision = _leaf_revision(found, parsed.extra)
     state["revision"] = revision
     if revision != parsed.index + 1:
-        raise found.fail("leaf", f"the leaf is of revision {revision}, not {parsed.index + 1}")
+        raise _stop(found, "leaf", f"the leaf is of revision {revision}, not {parsed.index + 1}")
     if leaves.needs_rows_list(parsed.extra) and rows_list is None:
         found.ok("leaf", f"revision {revision}; its rows are listed at /v1/log/rows/{revision}")
         if record is not None:
-            raise found.fail(
+            raise _stop(
+                found,
                 "record",
                 f"cannot be checked offline: the leaf of revision {revision} names its rows by"
                 f" rows_sha256; fetch /v1/log/rows/{revision} and give it as --rows FILE",
@@ -133,38 +129,40 @@ def _check(
     try:
         leaf = leaves.decode(parsed.extra, rows_list)
     except leaves.LeafError as error:
-        raise found.fail("leaf", str(error)) from None
+        raise _stop(found, "leaf", str(error)) from None
     observations = len(leaf.rows.get("observations", ()))
     found.ok("leaf", f"revision {revision}, {observations} observation(s)")
     if record is not None:
         _check_record(found, leaf, record)
 
 
-def _leaf_revision(found: _Checks, data: bytes) -> int:
+def _leaf_revision(found: Collector, data: bytes) -> int:
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
-        raise found.fail("leaf", "the leaf is not JSON") from None
+        raise _stop(found, "leaf", "the leaf is not JSON") from None
     if not isinstance(value, dict) or value.get("fxev_leaf") != leaves.FORMAT:
-        raise found.fail("leaf", "the leaf is not an fxev leaf of format 1")
+        raise _stop(found, "leaf", "the leaf is not an fxev leaf of format 1")
     if leaves.canonical(value) != data:
-        raise found.fail("leaf", "the leaf is not in canonical form")
+        raise _stop(found, "leaf", "the leaf is not in canonical form")
     revision = value.get("revision")
     if not isinstance(revision, int) or isinstance(revision, bool):
-        raise found.fail("leaf", "the leaf has no revision number")
+        raise _stop(found, "leaf", "the leaf has no revision number")
     return revision
 
 
-def _check_record(found: _Checks, leaf: leaves.Leaf, record: Body) -> None:
+def _check_record(found: Collector, leaf: leaves.Leaf, record: Body) -> None:
     created = record.get("revision_creada")
     if created != leaf.revision:
-        raise found.fail(
+        raise _stop(
+            found,
             "record",
             f"observacion {record.get('id')} was created in revision {created}, the proof is"
             f" of revision {leaf.revision}",
         )
     if not leaf.has("observations", leaves.row_hash(record)):
-        raise found.fail(
+        raise _stop(
+            found,
             "record",
             f"the leaf of revision {leaf.revision} does not commit to observacion"
             f" {record.get('id')}: its SHA-256 is not among the leaf's observations",
