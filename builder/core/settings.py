@@ -265,7 +265,10 @@ def _store_url(environ: Mapping[str, str]) -> str | None:
     command, not only those that reach the store."""
     raw = environ.get("FXEV_STORE_URL") or None
     if raw is not None:
-        parse_store_url(raw)
+        try:
+            parse_store_url(raw)
+        except ConfigurationError as error:
+            raise SettingsError(str(error)) from None
     return raw
 
 

@@ -85,6 +85,8 @@ def test_now_accepts_a_z_suffix():
         ("FXEV_PUBLIC_URL", "https://fx.example?x=1", "must be an origin"),
         ("FXEV_PUBLIC_URL", "https://user@fx.example", "must be an origin"),
         ("FXEV_PUBLIC_URL", "https://fx.example:port", "must be an origin"),
+        ("FXEV_STORE_URL", "http://bucket/prefix", "must be s3://BUCKET/PREFIX"),
+        ("FXEV_STORE_URL", "s3://bad bucket/x", "names a bucket no S3 client takes"),
     ],
 )
 def test_an_unusable_value_is_a_clear_error(name, value, message):
