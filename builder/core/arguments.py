@@ -9,7 +9,8 @@ gateway and the token store contribute use it too; ``python -m gateway``, ``make
 
 A command's handler is named by module and function (:class:`Deferred`) and imported when that
 command runs, so the parser itself loads no store, no HTTP client and no server: ``fxev --help``
-and a usage error answer at once, and each command loads only its own modules.
+and a usage error answer at once, and a command loads its handler's modules, not every
+command's.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``fxev publish`` and ``fxev mirror`` as ``builder.cli`` calls them: settings in, a result out."""
+"""``fxev publish`` and ``fxev mirror`` as ``builder.commands`` calls them: settings in, a
+result out."""
 
 from __future__ import annotations
 

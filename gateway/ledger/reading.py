@@ -2,7 +2,8 @@
 complete lines, and which of them a reader shows (``fxev requests show``, the shipper).
 
 The files are written by :mod:`gateway.ledger.recording`, which says why a line may be torn or
-superseded.
+superseded; their place and name (:func:`ledger_folder`, :data:`SUFFIX`) are defined here, the
+side that only reads, and the writer takes them from it.
 """
 
 from __future__ import annotations

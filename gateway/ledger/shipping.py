@@ -33,7 +33,7 @@ import orjson
 
 from builder.core.errors import Conflict
 from builder.disk.durable import replace_durably
-from gateway.ledger.reading import SUFFIX, read_entries, shown
+from gateway.ledger.reading import SUFFIX, ledger_folder, read_entries, shown
 from gateway.ledger.writer import SETTLED_SUFFIX
 
 if TYPE_CHECKING:
@@ -231,8 +231,6 @@ class Shipper:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Shipper:
-        from gateway.ledger.reading import ledger_folder
-
         interval = float(os.environ.get(INTERVAL_VARIABLE) or INTERVAL_S)
         return cls(ledger_folder(settings.home), object_store(settings), interval)
 
