@@ -151,8 +151,7 @@ def evidence_checks(
     )
     event = recording_event(observation, detail["eventos"])
     if event is None:
-        checks.add(
-            "fail",
+        checks.fail(
             "event",
             f"no capturada or importada event records evidence {observation['evidencia_id']}",
         )
@@ -191,19 +190,19 @@ def value_checks(detail: Body, body: bytes, event: Body | None) -> list[Check]:
     try:
         parsed = reparse(body, given)
     except ReparseRefused as error:
-        checks.add("fail", "parser", f"{error}: values not re-parsed")
+        checks.fail("parser", f"{error}: values not re-parsed")
         return checks.items
     except ReparseMismatch as error:
-        checks.add("fail", "value", str(error))
+        checks.fail("value", str(error))
         return checks.items
-    checks.add("ok", "parser", f"re-parsed with {observation['version_parser']}")
+    checks.ok("parser", f"re-parsed with {observation['version_parser']}")
     for field in COMPARED_FIELDS:
         expected = getattr(parsed, field)
         actual = observation[field]
         if actual == expected:
-            checks.add("ok", "value", f"{field} {actual} matches re-parsed")
+            checks.ok("value", f"{field} {actual} matches re-parsed")
         else:
-            checks.add("fail", "value", f"{field} {actual} != re-parsed {expected}")
+            checks.fail("value", f"{field} {actual} != re-parsed {expected}")
     return checks.items
 
 
@@ -228,7 +227,7 @@ def chain_checks(detail: Body, members: Mapping[str, Body | None]) -> list[Check
     checks = Collector(observation["id"])
     ids = chain_ids(detail)
     if len(set(ids)) != len(ids):
-        checks.add("fail", "chain", f"an observation appears twice in the chain {ids}: a cycle")
+        checks.fail("chain", f"an observation appears twice in the chain {ids}: a cycle")
         return checks.items
     cadena = detail["cadena"]
     records = [*cadena["ancestros"], observation, *cadena["sucesoras"]]
@@ -240,37 +239,35 @@ def chain_checks(detail: Body, members: Mapping[str, Body | None]) -> list[Check
     for index, (member_id, record) in enumerate(zip(ids, records, strict=True)):
         member = detail_of(member_id)
         if member is None:
-            checks.add("fail", "chain", f"link {member_id} does not resolve")
+            checks.fail("chain", f"link {member_id} does not resolve")
             failures += 1
             continue
         if member["observacion"] != record:
-            checks.add("fail", "chain", f"link {member_id} differs from its record in cadena")
+            checks.fail("chain", f"link {member_id} differs from its record in cadena")
             failures += 1
         if chain_ids(member) != ids:
-            checks.add(
-                "fail",
+            checks.fail(
                 "chain",
                 f"{member_id} sees the chain {chain_ids(member)}, not {ids}",
             )
             failures += 1
         key = (record["moneda"], record["serie"], record["fecha_serie"])
         if key != (observation["moneda"], observation["serie"], observation["fecha_serie"]):
-            checks.add("fail", "chain", f"link {member_id} is about {key}, another date or series")
+            checks.fail("chain", f"link {member_id} is about {key}, another date or series")
             failures += 1
         if index + 1 < len(ids):
             failures += _link_checks(checks, member, ids[index + 1], detail_of(ids[index + 1]))
     superseded = bool(detail["cadena"]["sucesoras"])
     if detail.get("superseded") != superseded:
-        checks.add(
-            "fail", "chain", f"superseded is {detail.get('superseded')}, sucesoras say {superseded}"
+        checks.fail(
+            "chain", f"superseded is {detail.get('superseded')}, sucesoras say {superseded}"
         )
         failures += 1
     if failures == 0:
-        checks.add("ok", "chain", f"{len(ids)} link(s) consistent, each pointing back, no cycle")
+        checks.ok("chain", f"{len(ids)} link(s) consistent, each pointing back, no cycle")
     if superseded:
         successor = detail["cadena"]["sucesoras"][0]
-        checks.add(
-            "notice",
+        checks.notice(
             "chain",
             f"superseded_por {successor['id']}: superseded at revision "
             f"{successor['revision_creada']} (compra {successor['compra']}, "
@@ -287,21 +284,17 @@ def _link_checks(checks: Collector, older: Body, newer_id: str, newer: Body | No
         e["detalle"].get("superseded_por") for e in older["eventos"] if e["tipo"] == "supersedida"
     ]
     if pointers != [newer_id]:
-        checks.add(
-            "fail", "chain", f"{older_id} supersedida events point to {pointers}, not [{newer_id}]"
-        )
+        checks.fail("chain", f"{older_id} supersedida events point to {pointers}, not [{newer_id}]")
         failures += 1
     if newer is not None:
         named = [
             e["detalle"].get("supersede") for e in newer["eventos"] if e["tipo"] == "correccion"
         ]
         if named and named != [older_id]:
-            checks.add("fail", "chain", f"{newer_id} correccion names {named}, not {older_id}")
+            checks.fail("chain", f"{newer_id} correccion names {named}, not {older_id}")
             failures += 1
         if newer["observacion"]["revision_creada"] <= older["observacion"]["revision_creada"]:
-            checks.add(
-                "fail", "chain", f"{newer_id} is not later than the {older_id} it supersedes"
-            )
+            checks.fail("chain", f"{newer_id} is not later than the {older_id} it supersedes")
             failures += 1
     return failures
 
@@ -316,8 +309,7 @@ def item_checks(item: Body, detail: Body, dataset_revision: int) -> list[Check]:
     failures = 0
     for field in ITEM_FIELDS:
         if item.get(field) != observation[field]:
-            checks.add(
-                "fail",
+            checks.fail(
                 "item",
                 f"{field} {_show(item.get(field))} != observation {observation[field]}",
             )
@@ -325,8 +317,7 @@ def item_checks(item: Body, detail: Body, dataset_revision: int) -> list[Check]:
     events = [e for e in detail["eventos"] if e["revision"] <= dataset_revision]
     marcas = list(dict.fromkeys(e["tipo"] for e in events))
     if item.get("marcas") != marcas:
-        checks.add(
-            "fail",
+        checks.fail(
             "item",
             f"marcas {item.get('marcas')} != events up to revision {dataset_revision} {marcas}",
         )
@@ -337,22 +328,19 @@ def item_checks(item: Body, detail: Body, dataset_revision: int) -> list[Check]:
         if c["revision"] <= dataset_revision
     ]
     if item.get("cotejos") != cotejos:
-        checks.add(
-            "fail",
+        checks.fail(
             "item",
             f"cotejos differ from the observation's up to revision {dataset_revision}",
         )
         failures += 1
     if item.get("superseded") is not False:
-        checks.add(
-            "fail",
+        checks.fail(
             "item",
             f"superseded is {item.get('superseded')}; a served item is never superseded",
         )
         failures += 1
     if observation["revision_creada"] > dataset_revision:
-        checks.add(
-            "fail",
+        checks.fail(
             "item",
             f"observation created at revision {observation['revision_creada']}, after the "
             f"response's revision {dataset_revision}",
@@ -361,8 +349,7 @@ def item_checks(item: Body, detail: Body, dataset_revision: int) -> list[Check]:
     sucesoras = detail["cadena"]["sucesoras"]
     successor = sucesoras[0] if sucesoras else None
     if successor is not None and successor["revision_creada"] <= dataset_revision:
-        checks.add(
-            "fail",
+        checks.fail(
             "item",
             f"superseded by {successor['id']} at revision {successor['revision_creada']}, yet "
             f"served as valid at revision {dataset_revision}",
@@ -370,13 +357,12 @@ def item_checks(item: Body, detail: Body, dataset_revision: int) -> list[Check]:
         failures += 1
     claimed = item.get("superseded_por")
     if claimed is not None and claimed != (successor["id"] if successor else None):
-        checks.add(
-            "fail",
+        checks.fail(
             "item",
             f"superseded_por {claimed} != the observation's successor "
             f"{_show(successor['id'] if successor else None)}",
         )
         failures += 1
     if failures == 0:
-        checks.add("ok", "item", f"fields match the observation as of revision {dataset_revision}")
+        checks.ok("item", f"fields match the observation as of revision {dataset_revision}")
     return checks.items
