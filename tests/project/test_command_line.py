@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from builder.cli import build_parser
 from builder.core.arguments import Deferred
+from builder.core.vocabulary import CAPTURED_SOURCES
 
 # What the heavy commands load; the parser must load none of it.
 HEAVY = (
@@ -62,3 +63,17 @@ def test_the_parser_and_its_help_load_no_heavy_module() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_sources_capture_offers_are_those_it_can_capture() -> None:
+    """``fxev capture --source`` takes its choices from the vocabulary; the handler dispatches
+    on its own table: a source in one and not the other would be a KeyError, not one line."""
+    from builder.commands import CAPTURES
+
+    commands = next(
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    (source,) = [a for a in commands.choices["capture"]._actions if a.dest == "source"]
+    assert sorted(CAPTURES) == sorted(CAPTURED_SOURCES) == list(source.choices or ())
