@@ -29,6 +29,7 @@ import requests
 
 from tests.support.cli import FXEV, Ran, clean_env, run
 from tests.support.clock import clear_of_lima_midnight
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = "2026-09-20T13:05:00-05:00"  # a Sunday in Lima
@@ -37,12 +38,6 @@ CAPTURE_KEYS = {"revision", "outcome", "observacion_id", "observaciones", "alert
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def assert_one_line_error(ran: Ran, code: int | None = 1) -> str:

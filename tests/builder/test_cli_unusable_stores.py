@@ -22,11 +22,11 @@ from tests.builder.test_cli_details import (
     GOOD_CSV,
     NOW,
     assert_one_line_error,
-    free_port,
     head_revision,
     tree,
 )
 from tests.support.cli import FXEV, Ran, clean_env, run
+from tests.support.ports import free_port
 
 
 @pytest.fixture

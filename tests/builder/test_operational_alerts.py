@@ -5,7 +5,6 @@ real HTTP to servers on 127.0.0.1, so no ``responses`` here."""
 from __future__ import annotations
 
 import ctypes
-import socket
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -33,14 +32,9 @@ from builder.ops.health import (
 )
 from tests.builder.conftest import NOW, lima
 from tests.builder.localserver import LocalServer
+from tests.support.ports import free_port
 
 LINE = b"20/09/2026|3.354|3.362|"
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def http_date(offset: timedelta) -> str:
@@ -206,7 +200,7 @@ def test_the_central_bank_capture_checks_the_clock_too(
 def test_an_unreachable_proxy_is_tunel_caido_not_the_source(
     stores: Stores, make_settings: Callable[..., Settings]
 ) -> None:
-    settings = make_settings(FXEV_PROXY=f"http://127.0.0.1:{closed_port()}")
+    settings = make_settings(FXEV_PROXY=f"http://127.0.0.1:{free_port()}")
     with LocalServer(LINE) as source:
         result = capture_taxauth_txt(stores, settings, NOW, url=source.url)
         assert source.requests == 0

@@ -23,6 +23,7 @@ import pytest
 import requests
 
 from builder.tree.reader import TreeReader
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 # Fixed "now" (a Monday in Lima): hoy_lima and the demo's capture instants are deterministic.
@@ -30,12 +31,6 @@ NOW = "2026-09-21T15:00:00-05:00"
 START_TIMEOUT_S = 30.0
 WORKERS = 2
 SERVE = (sys.executable, "-m", "gateway", "serve")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def free_ports(count: int) -> list[int]:
@@ -150,7 +145,7 @@ class Gateway:
 
     def start(self, port: int | None = None) -> None:
         """Start on ``port`` (a free one if None) and wait until both workers answer."""
-        port = port or _free_port()
+        port = port or free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as log:

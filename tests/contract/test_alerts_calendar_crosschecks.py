@@ -18,7 +18,6 @@ Each test names, in its docstring, the rule it holds the system to.
 from __future__ import annotations
 
 import dataclasses
-import socket
 import time
 from collections.abc import Iterator, Sequence
 from datetime import date, timedelta
@@ -34,6 +33,7 @@ from tests.builder.test_cli_backfill_end_to_end import saved_month
 from tests.contract.conftest import Gateway, home_env
 from tests.realdata import bcrp_recording, sbs_venta_history, sunat_history
 from tests.support.cli import FXEV, Ran, run
+from tests.support.ports import free_port
 from tests.unit.test_centralbank import REAL_ROWS as RECORDED_ROWS
 
 TEXT = {"Content-Type": "text/plain"}
@@ -68,12 +68,6 @@ def issue(cwd: Path, env: dict[str, str], name: str) -> str:
     ran = fx(cwd, env, "token", "issue", name)
     assert ran.code == 0, ran.stderr
     return ran.stdout.splitlines()[-1]
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def bcrp_body(rows: Sequence[tuple[str, str, str]], swapped: bool = False) -> bytes:
@@ -198,7 +192,7 @@ def week(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
             printed["thu17"] = ok(fx(base, env, "capture", now=lima("2026-09-17")))
             txt.set(body=b"20/09/2026|3.351|3.361|\r\n", headers=TEXT)
             printed["fri18"] = ok(fx(base, env, "capture", now=lima("2026-09-18")))
-            tunnel = env | {"FXEV_PROXY": f"http://127.0.0.1:{closed_port()}"}
+            tunnel = env | {"FXEV_PROXY": f"http://127.0.0.1:{free_port()}"}
             printed["mon21"] = ok(fx(base, tunnel, "capture", now=lima("2026-09-21")))
             low_disk = env | {"FXEV_MIN_FREE_BYTES": str(2**62)}
             printed["tue22"] = ok(

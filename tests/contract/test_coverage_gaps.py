@@ -25,7 +25,8 @@ import orjson
 import pytest
 
 from builder.demo import local_source
-from tests.contract.conftest import Gateway, _free_port, _running, fxev, home_env, issue_token
+from tests.contract.conftest import Gateway, _running, fxev, home_env, issue_token
+from tests.support.ports import free_port
 
 ANSWER = {
     "config": {
@@ -57,7 +58,7 @@ def capture_at(env: dict[str, str], now: str, url: str, days: str) -> dict[str, 
 def gaps_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     base = tmp_path_factory.mktemp("gaps")
     env = home_env(base) | {"FXEV_NOW": "2026-09-10T19:00:00-05:00"}
-    closed_port = f"http://127.0.0.1:{_free_port()}/api"
+    closed_port = f"http://127.0.0.1:{free_port()}/api"
     failed = capture_at(env, "2026-09-04T19:00:00-05:00", closed_port, "4")
     assert (failed["revision"], failed["outcome"]) == (1, "fallo")
     with local_source() as (local, answer):

@@ -17,13 +17,13 @@ import requests
 from gateway.edge import steps
 from tests.contract.conftest import (
     Gateway,
-    _free_port,
     _running,
     copy_demo,
     issue_token,
     ledger_entries,
 )
 from tests.contract.test_edge_routes import AS_OF, auth, credential
+from tests.support.ports import free_port
 from tokens.store import TokenStore
 
 PER_MIN = 30
@@ -35,7 +35,7 @@ WARMING = 24
 def laned(tmp_path_factory: pytest.TempPathFactory, demo_home: Path) -> Iterator[Gateway]:
     """A gateway over a private copy of the demo, with its auth lane."""
     base = tmp_path_factory.mktemp("lane")
-    lane = f"127.0.0.1:{_free_port()}"
+    lane = f"127.0.0.1:{free_port()}"
     env, token = copy_demo(
         demo_home, base, FXEV_EDGE_LANE=lane, FXEV_RATE_LIMIT_PER_MIN=str(PER_MIN)
     )

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import socket
 import stat
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from gateway.edge import steps
 from gateway.fleet.gate import EDGE_SECRET_KEY
 from tests.contract.conftest import home_env, issue_token, run_fxev
 from tests.fleet.redis_server import RedisServer
+from tests.support.ports import free_port
 
 
 def test_a_home_without_a_token_store_is_refused_and_left_empty(tmp_path: Path) -> None:
@@ -24,10 +24,7 @@ def test_a_home_without_a_token_store_is_refused_and_left_empty(tmp_path: Path) 
 def test_in_fleet_mode_redis_unreachable_is_one_line_and_exit_2(tmp_path: Path) -> None:
     """The credential is Redis's in fleet mode: with Redis down, nothing can be printed, and
     the command says so in one line, as the token commands do (DECISIONS 3)."""
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = home_env(tmp_path) | {"FXEV_REDIS_URL": f"redis://127.0.0.1:{port}/0"}
+    env = home_env(tmp_path) | {"FXEV_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0"}
     done = run_fxev(env, "edge", "config")
     assert done.returncode == 2 and done.stdout == "", done
     [line] = done.stderr.strip().splitlines()

@@ -17,7 +17,7 @@ import requests
 
 from builder.demo import local_source
 from gateway.http.sending import MALFORMED, NOT_ALLOWED, TOO_LARGE, repr_digest
-from tests.contract.conftest import _free_port, fxev, ledger_entries
+from tests.contract.conftest import fxev, ledger_entries
 from tests.contract.test_api import assert_api_error
 from tests.edge.conftest import (
     PER_MIN,
@@ -28,6 +28,7 @@ from tests.edge.conftest import (
     on_the_wire,
 )
 from tests.support.edge import start_edge
+from tests.support.ports import free_port
 from tokens.store import TokenStore, parse_token_id
 
 SEPTEMBER = "/v1/rates?currency=USD&series=publicado&from=2026-09-01&to=2026-09-30"
@@ -282,9 +283,9 @@ def test_with_lanes_the_edge_asks_them_and_without_it_asks_sanic(topology: Topol
 def test_a_lane_that_does_not_answer_leaves_every_step_to_the_full_one(
     topology: Topology,
 ) -> None:
-    port = _free_port()
+    port = free_port()
     upstreams = [g.base_url.removeprefix("http://") for g in topology.gateways]
-    dead = [f"127.0.0.1:{_free_port()}"]  # nobody listens there
+    dead = [f"127.0.0.1:{free_port()}"]  # nobody listens there
     text = edge_config_text(
         topology.env, f"127.0.0.1:{port}", upstreams, topology.base / "cache-dead", dead
     )

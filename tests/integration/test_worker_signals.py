@@ -26,7 +26,7 @@ from sanic import Request, Sanic
 from sanic.response import HTTPResponse, text
 
 from gateway.server.serving import STOP_SIGNALS
-from tests.contract.conftest import _free_port
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +117,7 @@ def test_a_serving_worker_has_the_kept_handler_and_a_ctrl_c_stops_the_gateway() 
     """The handler is in place while a worker serves (installed by ``serve_factory``'s own
     listener, not only by a test's call), and a Ctrl-C to the main process stops it all. (A
     worker may answer its first requests before Sanic sets any handler: Python's defaults.)"""
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVE, str(port)], cwd=ROOT, start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -3,13 +3,13 @@ revision, read from Redis, until each reaches the published one or the wait ends
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
 from builder.store import mirrors
 from builder.store.commands import PublishReport
 from builder.store.publish import PublishResult
+from tests.support.ports import free_port
 
 
 class FakeRedis:
@@ -94,18 +94,11 @@ def test_a_mirror_says_its_revision_for_three_polls_and_at_least_ten_seconds(
     assert mirrors.wait_s(5) == 15.0
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then closed: refused until reused)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_redis_down_is_a_warning_and_a_wait_that_saw_nothing() -> None:
     """fxev publish in fleet mode with Redis unreachable: the upload stands, its line says
     ``mirrored`` and ``lagging`` are unknown (null), and one warning names the revision."""
     warnings: list[str] = []
-    seen = mirrors.await_mirrors(f"redis://127.0.0.1:{closed_port()}/0", 7, 1, warnings.append)
+    seen = mirrors.await_mirrors(f"redis://127.0.0.1:{free_port()}/0", 7, 1, warnings.append)
     assert seen == mirrors.MirrorWait(None, None)
     assert len(warnings) == 1 and "which mirrors serve revision 7" in warnings[0], warnings
     line = PublishReport(PublishResult(7, uploaded=3, skipped=1), seen).to_json()
