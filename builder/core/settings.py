@@ -246,14 +246,14 @@ BUCKET_NAME = re.compile(r"[a-zA-Z0-9.\-_]{1,255}")
 def parse_store_url(url: str | None) -> tuple[str, str]:
     """(bucket, prefix without slashes at its ends) of ``s3://BUCKET/PREFIX``."""
     if not url:
-        raise ConfigurationError("FXEV_STORE_URL is not set (s3://BUCKET/PREFIX of the store)")
+        raise SettingsError("FXEV_STORE_URL is not set (s3://BUCKET/PREFIX of the store)")
     if not url.startswith("s3://"):
-        raise ConfigurationError(f"FXEV_STORE_URL must be s3://BUCKET/PREFIX, got {url!r}")
+        raise SettingsError(f"FXEV_STORE_URL must be s3://BUCKET/PREFIX, got {url!r}")
     bucket, _, prefix = url[len("s3://") :].partition("/")
     if not bucket:
-        raise ConfigurationError(f"FXEV_STORE_URL names no bucket: {url!r}")
+        raise SettingsError(f"FXEV_STORE_URL names no bucket: {url!r}")
     if not BUCKET_NAME.fullmatch(bucket):
-        raise ConfigurationError(
+        raise SettingsError(
             f"FXEV_STORE_URL names a bucket no S3 client takes: {bucket!r} (letters, digits,"
             " '.', '-' and '_' only)"
         )
@@ -265,10 +265,7 @@ def _store_url(environ: Mapping[str, str]) -> str | None:
     command, not only those that reach the store."""
     raw = environ.get("FXEV_STORE_URL") or None
     if raw is not None:
-        try:
-            parse_store_url(raw)
-        except ConfigurationError as error:
-            raise SettingsError(str(error)) from None
+        parse_store_url(raw)
     return raw
 
 
