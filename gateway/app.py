@@ -22,6 +22,7 @@ from sanic.exceptions import MethodNotAllowed, NotFound
 from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
+from builder.core import business_days, clock
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import read_or_create_secret
 from builder.ops.alerts import AlertView
@@ -152,6 +153,8 @@ def setup_stores(app: Sanic) -> None:
             app.ctx.limiter, app.ctx.alerts = home.limiter, home.alerts
         app.ctx.view = PublishedView(TreeReader(settings.site))
         app.ctx.lima = LimaClock()
+        this_year = business_days.today_in_lima(clock.now(settings)).year
+        business_days.load_calendar(range(this_year - 1, this_year + 1))  # what freshness reads
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None
         if app.ctx.ledger is not None:
             app.ctx.ledger.start()  # its writer process, warm before the first request

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import functools
 import importlib.resources
+from collections.abc import Iterable
 from datetime import date, datetime, time, timedelta
 
 import holidays
@@ -25,6 +26,15 @@ _CSV_HEADER = ["fecha", "motivo", "evidencia"]
 def _public_holidays(year: int) -> dict[date, str]:
     """Peru's public holidays of one year, named in Spanish."""
     return dict(holidays.country_holidays("PE", years=year, language="es").items())
+
+
+def load_calendar(years: Iterable[int]) -> None:
+    """Load the calendar of ``years`` now rather than on its first use. The first year loaded
+    costs the most: the ``holidays`` package imports the module of every country it knows
+    (0.1-0.3 s), so a server does this before it answers, not in the middle of a request."""
+    _extra_non_working_days()
+    for year in years:
+        _public_holidays(year)
 
 
 @functools.lru_cache(maxsize=1)

@@ -3,6 +3,8 @@ from __future__ import annotations
 import csv
 import importlib.resources
 import json
+import subprocess
+import sys
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -245,3 +247,26 @@ def test_previous_business_day_is_the_nearest_business_day_before(day: date) -> 
 def test_count_business_days_after_matches_the_listed_business_days(a: date, b: date) -> None:
     expected = len(business_days_between(a + timedelta(days=1), b))
     assert count_business_days_after(a, b) == expected
+
+
+# --- loading ahead ----------------------------------------------------------------------------
+
+LOADS_AHEAD = """
+import sys
+from datetime import date
+from builder.core import business_days
+assert "holidays.countries" not in sys.modules  # imported on first use, not with the module
+business_days.load_calendar([2030])
+assert "holidays.countries" in sys.modules
+before = business_days._public_holidays.cache_info().misses
+assert business_days.non_working_reason(date(2030, 1, 1)) is not None
+assert business_days._public_holidays.cache_info().misses == before  # nothing left to load
+"""
+
+
+def test_load_calendar_does_the_first_use_s_loading_ahead_of_it() -> None:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", LOADS_AHEAD], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
