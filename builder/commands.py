@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from builder.capture.alerting import sync_alerts
 from builder.capture.backfill import (
@@ -37,7 +33,8 @@ from builder.capture.run import disk_checked, open_stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core import clock
 from builder.core.business_days import today_in_lima
-from builder.core.errors import NotFound, UsageError
+from builder.core.console import emit, require
+from builder.core.errors import UsageError
 from builder.core.settings import Settings
 from builder.core.vocabulary import CENTRALBANK, TAXAUTH_TXT
 from builder.publish.build import Builder, check_site_owner
@@ -48,17 +45,6 @@ from builder.registry.store import REGISTRY_FILE
 from builder.registry.verify import verify_registry
 from builder.store.commands import run_mirror, run_publish
 from builder.tree.layout import POINTER
-
-
-def emit(value: dict[str, Any]) -> None:
-    sys.stdout.write(orjson.dumps(value).decode() + "\n")
-    sys.stdout.flush()
-
-
-def require(path: Path, what: str, setting: str = "FXEV_HOME") -> None:
-    """Refuse a command whose store is missing: one line naming the resolved path."""
-    if not path.exists():
-        raise NotFound(f"no {what} at {path.absolute()} (set {setting} to the right folder)")
 
 
 def require_registry(settings: Settings) -> None:

@@ -33,13 +33,12 @@ from datetime import UTC, date, datetime
 from importlib import resources
 from pathlib import Path
 
-import orjson
-
 from builder.capture.centralbank import capture_centralbank
 from builder.capture.importer import import_csv
 from builder.capture.run import Stores
 from builder.capture.taxauth import capture_taxauth_txt
 from builder.core.arguments import OneLineParser, port_number
+from builder.core.console import emit
 from builder.core.errors import reported
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import replace_durably
@@ -199,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         stores.close()
     say(f"build: published revision {result.published_revision}")
-    print(orjson.dumps(result.to_json()).decode(), flush=True)
+    emit(result.to_json())
     if not args.serve:
         return 0
     check_port(HOST, args.port)  # again: the seed and build took a while

@@ -6,11 +6,9 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import orjson
-
-from builder.core.errors import NotFound
+from builder.core.console import emit, require
 from tokens.redis_store import RedisTokenStore
 from tokens.store import TOKENS_FILE, TokenStore, check_issue
 
@@ -25,13 +23,7 @@ def real_now() -> datetime:
 
 def require_tokens(home: Path) -> None:
     """Refuse a home with no token store: one line naming the resolved path."""
-    path = home / TOKENS_FILE
-    if not path.exists():
-        raise NotFound(f"no token store at {path.absolute()} (set FXEV_HOME to the right folder)")
-
-
-def _emit(value: dict[str, Any]) -> None:
-    sys.stdout.write(orjson.dumps(value).decode() + "\n")
+    require(home / TOKENS_FILE, "token store")
 
 
 def open_store(settings: Settings) -> TokenStore | RedisTokenStore:
@@ -46,7 +38,7 @@ def cmd_token_issue(args: argparse.Namespace, settings: Settings) -> int:
     check_issue(args.name, args.expires, now)  # a refused request creates no store
     with open_store(settings) as store:
         issued = store.issue(args.name, args.expires, now)
-    _emit({"id": issued.id, "name": issued.name})
+    emit({"id": issued.id, "name": issued.name})
     sys.stdout.write(issued.token_text + "\n")
     sys.stdout.flush()
     print(
@@ -60,8 +52,7 @@ def cmd_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
         require_tokens(settings.home)
     with open_store(settings) as store:
         record = store.revoke(args.id, real_now())
-    _emit(record.to_json())
-    sys.stdout.flush()
+    emit(record.to_json())
     return 0
 
 
@@ -71,6 +62,5 @@ def cmd_token_list(args: argparse.Namespace, settings: Settings) -> int:
     now = real_now()
     with open_store(settings) as store:
         records = store.list()
-    _emit({"items": [{**record.to_json(), "state": record.state(now)} for record in records]})
-    sys.stdout.flush()
+    emit({"items": [{**record.to_json(), "state": record.state(now)} for record in records]})
     return 0

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
@@ -30,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from builder.core.console import emit
 from builder.core.errors import RemoteError, UsageError
 from builder.tlog import note
 from verifier.checks import (
@@ -348,6 +348,5 @@ def verify(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     token = environ.get("FXEV_TOKEN") or None
     vkey = (environ.get("FXEV_LOG_VKEY", "").strip() or None) if args.vkey is None else args.vkey
     verdict = run_verify_command(args, token, vkey)
-    sys.stdout.write(orjson.dumps(verdict.to_json()).decode() + "\n")
-    sys.stdout.flush()
+    emit(verdict.to_json())
     return verdict.exit_code
