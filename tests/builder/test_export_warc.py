@@ -26,6 +26,7 @@ from builder.capture.run import Stores
 from builder.publish.warc import archived_headers, export_warc, plan_record, target_uri
 from tests.builder.conftest import NOW, TAXAUTH_URL
 from tests.builder.test_capture_taxauth import Capture
+from tests.support.modes import plain_file_mode
 
 FIRST = b"20/09/2026|3.354|3.362|\r\n"
 CORRECTED = b"20/09/2026|3.356|3.364|\r\n"
@@ -75,9 +76,7 @@ def test_every_evidence_record_round_trips_with_its_bytes_and_sha256(
     summary = export_warc(stores.registry, stores.blobs, path)
     assert (summary.records, summary.responses, summary.resources) == (6, 4, 2)
     assert summary.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
-    umask = os.umask(0)
-    os.umask(umask)
-    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # as any file the builder writes
+    assert path.stat().st_mode & 0o777 == plain_file_mode()  # as any file the builder writes
     if name.endswith(".gz"):
         assert path.read_bytes()[:2] == b"\x1f\x8b"
 

@@ -23,6 +23,7 @@ from builder.tree import layout
 from builder.tree.log import LogReader
 from tests.builder.test_tree_owner import CSVS, env_for, fxev, seed
 from tests.builder.treefiles import tree_files
+from tests.support.modes import plain_file_mode
 
 MORE = "fecha_serie,compra,venta\n2026-09-18,3.354,3.362\n"
 
@@ -49,10 +50,8 @@ def test_each_build_appends_leaves_and_signs_the_published_size(tmp_path: Path) 
     assert stat.S_IMODE(os.stat(home / "log.key").st_mode) == 0o600
     # The tree is for static hosts and mirrors that may run as another user: its files get the
     # mode a plain open() gives (formerly mkstemp's 0600, which such a host cannot read).
-    umask = os.umask(0o022)
-    os.umask(umask)
     modes = {stat.S_IMODE(p.stat().st_mode) for p in site.rglob("*") if p.is_file()}
-    assert modes == {0o666 & ~umask}, [oct(m) for m in modes]
+    assert modes == {plain_file_mode()}, [oct(m) for m in modes]
     reader = LogReader(site)
     assert reader.key() == key.text + "\n"
     checkpoint = note.parse_checkpoint(note.open_note(reader.checkpoint(3) or "", key))

@@ -3,12 +3,12 @@ tree's files, the log's memory, the WARC export). The new bytes appear whole or 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from builder.disk.durable import replace_durably, replacing
+from tests.support.modes import plain_file_mode
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -24,9 +24,7 @@ def test_the_block_s_bytes_replace_the_file_whole(tmp_path: Path) -> None:
         handle.write(b"bytes")
     assert target.read_bytes() == b"new bytes"
     assert leftovers(target.parent) == []
-    umask = os.umask(0)
-    os.umask(umask)
-    assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # the mode open() gives
+    assert target.stat().st_mode & 0o777 == plain_file_mode()
 
 
 def test_an_error_in_the_block_leaves_the_file_and_no_temporary_name(tmp_path: Path) -> None:
