@@ -59,12 +59,10 @@ class PipeError(ConnectionError):
 
 
 def command(*parts: bytes | str | int) -> bytes:
-    """One RESP command: an array of bulk strings."""
-    out = [b"*%d\r\n" % len(parts)]
-    for part in parts:
-        data = part if isinstance(part, bytes) else str(part).encode()
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(out)
+    """One RESP command: an array of bulk strings, text in UTF-8 and integers in decimal. Packed
+    by hiredis, in C: a third of the cost of doing it in Python, on every request in fleet mode
+    (docs/performance.md#fleet)."""
+    return hiredis.pack_command(parts)
 
 
 class _Connection(asyncio.Protocol):
