@@ -22,7 +22,7 @@ from sanic.exceptions import MethodNotAllowed, NotFound
 from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
-from builder.core import business_days, clock
+from builder.core import business_days
 from builder.core.settings import Settings, load_settings
 from builder.disk.durable import read_or_create_secret
 from builder.ops.alerts import AlertView
@@ -36,6 +36,7 @@ from gateway.handlers.explorer import setup_explorer
 from gateway.handlers.lane import AuthLane, start_lane, stop_lane
 from gateway.handlers.ledgering import ledgered, recorded
 from gateway.handlers.published import PublishedView
+from gateway.handlers.reading import lima_today
 from gateway.handlers.routes import ROUTES
 from gateway.http import head
 from gateway.http.sending import error_response, is_preflight, preflight
@@ -79,6 +80,7 @@ def create_app(settings: Settings, *, ledger: bool = True) -> Sanic:
     origins = settings.cors_origins
     app.ctx.cors_origins = None if origins is None else frozenset(origins)
     setup_stores(app)
+    app.before_server_start(load_calendar_ahead)  # after the stores: it reads their clock
     setup_errors(app)
     setup_routes(app)
     setup_explorer(app)
@@ -153,8 +155,6 @@ def setup_stores(app: Sanic) -> None:
             app.ctx.limiter, app.ctx.alerts = home.limiter, home.alerts
         app.ctx.view = PublishedView(TreeReader(settings.site))
         app.ctx.lima = LimaClock()
-        this_year = business_days.today_in_lima(clock.now(settings)).year
-        business_days.load_calendar(range(this_year - 1, this_year + 1))  # what freshness reads
         app.ctx.ledger = Ledger(ledger_folder(settings.home)) if app.ctx.ledger_enabled else None
         if app.ctx.ledger is not None:
             app.ctx.ledger.start()  # its writer process, warm before the first request
@@ -185,6 +185,20 @@ def setup_stores(app: Sanic) -> None:
         app.ctx.alerts.close()
         if app.ctx.ledger is not None:
             app.ctx.ledger.close()
+
+
+async def load_calendar_ahead(app: Sanic) -> None:
+    """Load Peru's calendar of this year and the last in each worker before it answers. On first
+    use the ``holidays`` package imports the module of every country it knows (0.1-0.3 s), and
+    freshness uses it: each worker's first ``/v1/rates/latest`` waited for that, and every other
+    connection of the worker with it (docs/performance.md#first-answer). A calendar that cannot
+    be loaded stops no worker: the log says why, and the requests that read the calendar fail
+    as they would have without this."""
+    this_year = lima_today(app).year
+    try:
+        business_days.load_calendar(range(this_year - 1, this_year + 1))
+    except Exception as error:  # the same error reaches each request that reads the calendar
+        error_logger.warning("Peru's calendar could not be loaded ahead: %s", error)
 
 
 async def read_shared_secrets(app: Sanic) -> None:

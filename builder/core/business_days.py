@@ -2,7 +2,8 @@
 
 A business day is Monday to Friday, except Peru's public holidays (from the ``holidays``
 package) and the one-off non-working days listed, with evidence, in the versioned data file
-``builder/core/data/non_working_days.csv``. Every function is pure: callers pass the dates.
+``builder/core/data/non_working_days.csv``. Every function is pure, callers passing the dates,
+but :func:`load_calendar`, which only loads ahead what the others would load on first use.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from datetime import date
 
-from sanic import Request
+from sanic import Request, Sanic
 
 from builder.core.business_days import today_in_lima
 from builder.core.settings import Settings
@@ -39,12 +39,18 @@ def tree(request: Request) -> TreeReader:
     return request.app.ctx.view.tree
 
 
-def hoy_lima(request: Request) -> date:
-    """Today in Lima: ``FXEV_NOW``'s when it is set, else the real clock's."""
-    settings: Settings = request.app.ctx.settings
+def lima_today(app: Sanic) -> date:
+    """Today in Lima for the gateway ``app``: ``FXEV_NOW``'s when it is set, else the real
+    clock's."""
+    settings: Settings = app.ctx.settings
     if settings.now is not None:
         return today_in_lima(settings.now)
-    return request.app.ctx.lima.day(now_us()).day
+    return app.ctx.lima.day(now_us()).day
+
+
+def hoy_lima(request: Request) -> date:
+    """Today in Lima, as ``request`` is answered (:func:`lima_today`)."""
+    return lima_today(request.app)
 
 
 def latest_dates(tree: TreeReader, revision: int) -> list[tuple[str, str]]:
