@@ -1,5 +1,8 @@
-"""What every command prints the same way: a result as one JSON line on stdout (``emit``), and a
-missing store refused in one line naming the path it looked at (``require``)."""
+"""What the write side's, the token and the verifier's commands print the same way: a result as
+one JSON line on stdout (``emit``), and a missing store refused in one line naming the path it
+looked at (``require``). (The gateway's ``requests`` and ``ledger`` commands write their JSON
+line as bytes: a ledger's entries hold its tokens' names, written in UTF-8 whatever the
+locale.)"""
 
 from __future__ import annotations
 

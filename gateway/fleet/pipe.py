@@ -61,7 +61,8 @@ class PipeError(ConnectionError):
 def command(*parts: bytes | str | int) -> bytes:
     """One RESP command: an array of bulk strings, text in UTF-8 and integers in decimal. Packed
     by hiredis, in C: a third of the cost of doing it in Python, on every request in fleet mode
-    (docs/performance.md#fleet)."""
+    (docs/performance.md#fleet). Only these three types: hiredis refuses (``TypeError``) a bool
+    or ``None``, where a Python encoder would have sent ``True`` or ``None`` as text."""
     return hiredis.pack_command(parts)
 
 
