@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,15 +23,10 @@ from pathlib import Path
 
 from builder.fleet.processes import nginx_binary
 from tests.support.nginx import nginx_config, proxy_config
+from tests.support.ports import free_port
 
 START_TIMEOUT_S = 60.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- CPU time of a process tree -----------------------------------------------------------------

@@ -11,7 +11,6 @@ import dataclasses
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,16 +30,6 @@ NOW = "2026-09-21T15:00:00-05:00"
 START_TIMEOUT_S = 30.0
 WORKERS = 2
 SERVE = (sys.executable, "-m", "gateway", "serve")
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports: each socket is held until all are chosen, so no two are
-    the same (one at a time, the kernel may hand out a port chosen before and not yet bound)."""
-    with contextlib.ExitStack() as held:
-        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
 
 
 def home_env(home: Path) -> dict[str, str]:

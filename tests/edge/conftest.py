@@ -20,11 +20,11 @@ import orjson
 import pytest
 import requests
 
+from builder.fleet.processes import free_ports
 from tests.contract.conftest import (
     Gateway,
     copy_demo,
     demo_home,  # noqa: F401 (the session's built demo, shared with the contract tests)
-    free_ports,
     run_fxev,
 )
 from tests.support.edge import Edge, start_edge

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import socket
+from builder.fleet.processes import free_ports
 
 
 def free_port() -> int:
     """A port of 127.0.0.1 nothing listens on: bound, then closed (free until reused; for
-    several distinct ones at once, hold them: ``tests.contract.conftest.free_ports``)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    several distinct ones at once: ``builder.fleet.processes.free_ports``)."""
+    return free_ports(1)[0]
