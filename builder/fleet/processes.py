@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import random
 import shutil
 import signal
 import socket
@@ -37,18 +38,64 @@ WEED_PORT_FLAGS = (
 )  # fmt: skip
 
 
+# Where the kernel takes the local ends of outgoing connections from (Linux; elsewhere unknown).
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PORT = 10000
+_handed_out: set[int] = set()  # by this process, so two calls never give the same port
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on 127.0.0.1 just now."""
-    probes = []
+    """``count`` distinct ports free on 127.0.0.1 just now, none given before by this process.
+
+    They are chosen below the kernel's ephemeral range when it is known: a port from that range
+    (what binding port 0 gives) can be taken, between the choice and the server's own bind, by
+    any outgoing connection's local end. A fleet's gateway once failed to start so, while the
+    store's parts were connecting to each other."""
+    span = _below_ephemeral()
+    probes: list[socket.socket] = []
     try:
-        for _ in range(count):
-            probe = socket.socket()
-            probe.bind((HOST, 0))
-            probes.append(probe)
-        return [probe.getsockname()[1] for probe in probes]
+        if span is None:
+            while len(probes) < count:
+                _probe(probes, 0)
+        else:
+            for _ in range(100 * count):
+                if len(probes) == count:
+                    break
+                _probe(probes, random.choice(span))
+            if len(probes) < count:
+                raise StartFailed(f"fewer than {count} free ports on {HOST} below {span.stop}")
+        ports = [probe.getsockname()[1] for probe in probes]
+        _handed_out.update(ports)
+        return ports
     finally:
         for probe in probes:
             probe.close()
+
+
+def _below_ephemeral() -> range | None:
+    """The ports from :data:`LOWEST_PORT` up to the ephemeral range, or None when that range is
+    unknown or leaves too few."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return range(LOWEST_PORT, low) if low - LOWEST_PORT >= 1000 else None
+
+
+def _probe(probes: list[socket.socket], port: int) -> None:
+    """Bind ``port`` (0: any) on 127.0.0.1 and keep the socket, if it is free."""
+    probe = socket.socket()
+    try:
+        probe.bind((HOST, port))
+    except OSError:
+        probe.close()
+        if port == 0:
+            raise
+        return
+    if probe.getsockname()[1] in _handed_out:
+        probe.close()
+        return
+    probes.append(probe)
 
 
 class StartFailed(FxevError):

@@ -1,4 +1,4 @@
-"""Loopback ports for tests: one the kernel just handed out and nobody listens on."""
+"""Loopback ports for tests: one nobody listens on, by the fleet's rule for choosing them."""
 
 from __future__ import annotations
 
@@ -6,6 +6,6 @@ from builder.fleet.processes import free_ports
 
 
 def free_port() -> int:
-    """A port of 127.0.0.1 nothing listens on: bound, then closed (free until reused; for
-    several distinct ones at once: ``builder.fleet.processes.free_ports``)."""
+    """A port of 127.0.0.1 nothing listens on, outside the range outgoing connections take
+    their local ends from (for several at once: ``builder.fleet.processes.free_ports``)."""
     return free_ports(1)[0]
