@@ -18,7 +18,10 @@ awaits it, serving other requests meanwhile, on one pipelined connection
 
 The script mirrors :func:`gateway.limits.rule.decide`: the minute rule needs the ``per_min``-th
 most recent accepted instant (``LINDEX per_min-1``), the day rule today's count; a request that
-passes is pushed (``LPUSH`` + ``LTRIM``) and counted (``INCR``); a refused one writes nothing. It
+passes is pushed (``LPUSH``, then ``LTRIM`` once the list is longer than ``per_min``) and counted
+(``INCR``; the first of a day sets the counter's expiry, the same for every request of that
+day); a refused one writes nothing. Every write is a command in Redis's append-only file, and
+these two conditions spare one or two of the five (docs/performance.md#fleet). It
 returns the wait in microseconds, which :func:`gateway.limits.rule.after_wait` turns into
 ``Retry-After`` as on one host. Instants come from the gateway's real clock (never ``FXEV_NOW``);
 the Lima day and its end from :class:`gateway.limits.rule.LimaClock`.
@@ -98,11 +101,11 @@ if wait == 0 and mark > (revision or mark) then
   return {2, mark, t[4] or '', t[5] or '', t[6] or ''}
 end
 if wait == 0 then
-  redis.call('LPUSH', KEYS[2], ARGV[2])
-  redis.call('LTRIM', KEYS[2], 0, per_min - 1)
+  if redis.call('LPUSH', KEYS[2], ARGV[2]) > per_min then
+    redis.call('LTRIM', KEYS[2], 0, per_min - 1)
+  end
   redis.call('PEXPIRE', KEYS[2], math.floor(window / 1000) + 1000)  -- the window, 1 s more
-  redis.call('INCR', KEYS[3])
-  redis.call('PEXPIREAT', KEYS[3], ARGV[7])
+  if redis.call('INCR', KEYS[3]) == 1 then redis.call('PEXPIREAT', KEYS[3], ARGV[7]) end
   if revision and revision > mark then redis.call('SET', KEYS[4], ARGV[9]) end
 end
 return {1, wait, t[4] or '', t[5] or '', t[6] or ''}

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.fleet.gate import RedisGate, minute_key
+from gateway.fleet.gate import DAY_MS, RedisGate, day_key, minute_key
 from gateway.fleet.pipe import PipeError, PipelinedScript
 from gateway.limits.ring import RateLimiter
-from gateway.limits.rule import WINDOW_US, Limits, epoch_us
+from gateway.limits.rule import WINDOW_US, LimaClock, Limits, epoch_us
 from tests.fleet.redis_server import RedisServer
 from tests.support.clock import seconds_to_lima_midnight
 
@@ -34,6 +34,7 @@ def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_p
     gate = RedisGate.open(redis_server.url, limits)
     files = RateLimiter.open(tmp_path, limits)
     rng = random.Random(5)
+    expiries: dict[str, int] = {}  # each Lima day's counter: a day after that day's end (ms)
     # Instants from 5 minutes before the next Lima midnight (Redis expires the day's counter a
     # day after its day, on its own clock: a day long past would be gone at once).
     start = epoch_us(datetime.now(UTC) + timedelta(seconds=seconds_to_lima_midnight() - 300))
@@ -46,6 +47,8 @@ def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_p
                 record, decision = await gate.admit_async(text, now)
                 assert record is not None
                 assert decision == files.acquire_us("tok", now), now
+                span = LimaClock().day(now)
+                expiries[day_key(issued.id, span.day.isoformat())] = span.end_us // 1000 + DAY_MS
         finally:
             await gate.aclose()
             files.close()
@@ -54,8 +57,46 @@ def test_the_script_decides_as_the_file_limiter(redis_server: RedisServer, tmp_p
     # The minute list outlives the window by a second, no more (Redis's clock: it was just set).
     admin = redis_server.client()
     left_ms = admin.pttl(minute_key(issued.id))
+    kept = admin.llen(minute_key(issued.id))
+    day_keys = admin.scan_iter(day_key(issued.id, "*"))
+    days = {key.decode(): admin.pexpiretime(key) for key in day_keys}
     admin.close()
     assert WINDOW_US // 1000 < left_ms <= WINDOW_US // 1000 + 1000, left_ms
+    assert kept == limits.per_min  # trimmed to the instants the minute rule reads, no more
+    # Both days counted; each counter expires as its first request set it.
+    assert len(days) == 2 and days == {key: expiries[key] for key in days}
+
+
+def test_a_days_counter_expires_a_day_after_its_day_from_its_first_request(
+    redis_server: RedisServer,
+) -> None:
+    """The script sets the counter's expiry on the day's first request only (the same instant
+    for every request of the day), and trims the minute list only once it is full."""
+    from tokens.redis_store import RedisTokenStore
+
+    limits = Limits(per_min=3, per_day=9)
+    with RedisTokenStore.open(redis_server.url) as store:
+        issued = store.issue("first-of-the-day", None, datetime.now(UTC))
+    now = epoch_us(datetime.now(UTC))
+    span = LimaClock().day(now)
+    key = day_key(issued.id, span.day.isoformat())
+    admin = redis_server.client()
+    seen = []
+
+    async def scenario() -> None:
+        gate = RedisGate.open(redis_server.url, limits)
+        try:
+            for n in range(5):  # 1 ms apart: the minute rule lets three through
+                await gate.admit_async(issued.token_text, now + n * 1000)
+                seen.append((admin.pexpiretime(key), admin.llen(minute_key(issued.id))))
+        finally:
+            await gate.aclose()
+
+    asyncio.run(scenario())
+    assert int(admin.get(key) or 0) == 3
+    admin.close()
+    expiry = span.end_us // 1000 + DAY_MS
+    assert seen == [(expiry, 1), (expiry, 2), (expiry, 3), (expiry, 3), (expiry, 3)]
 
 
 def test_the_pipe_answers_in_order_reloads_a_flushed_script_and_reconnects(
@@ -269,8 +310,7 @@ def test_a_script_redis_runs_after_its_caller_gave_up_is_taken_back(
     connection, so after it); one that refused its request (over the limit) changed nothing and
     is left. The stalled connection closes once every late reply is in: no connection leaks."""
     from gateway.errors import NotReady
-    from gateway.fleet.gate import ADMIT, UNDO_LATE, connect, day_key, minute_key
-    from gateway.limits.rule import LimaClock
+    from gateway.fleet.gate import ADMIT, UNDO_LATE, connect
     from tokens.redis_store import RedisTokenStore
 
     now = datetime.now(UTC)
