@@ -31,6 +31,7 @@ from typing import Any
 
 from markupsafe import escape
 from sanic import Request, Sanic
+from sanic.log import error_logger
 from sanic.response import HTTPResponse
 
 from builder.render.explorer import pages
@@ -347,3 +348,16 @@ def setup_explorer(app: Sanic) -> None:
     route(not_allowed("GET, HEAD, POST"), "/signin", other, "signin_other", NONE)
     route(signout, "/signout", ["POST"], "signout", OPTIONAL)
     route(not_allowed("POST"), "/signout", ["GET", "HEAD", *other], "signout_other", NONE)
+    app.before_server_start(load_templates_ahead)
+
+
+async def load_templates_ahead(app: Sanic) -> None:
+    """Compile the templates the explorer renders per request in each worker before it answers:
+    its first page otherwise waited for them, and every other connection of the worker with it
+    (docs/performance.md#first-answer). A template that cannot be compiled stops no worker (the
+    API does not need it): the log says why, and the pages that use it fail as they would
+    have."""
+    try:
+        pages.load_live_templates()
+    except Exception as error:  # the same error reaches each page that renders it
+        error_logger.warning("The explorer's templates could not be compiled ahead: %s", error)

@@ -168,3 +168,49 @@ def test_the_observation_page_names_its_leaf_the_checkpoint_and_the_command() ->
         "fxev verify 0b6f3c1e-0000-4000-8000-000000000001 --url"
         f' {marker} --vkey "$FXEV_LOG_VKEY" --state checkpoint.txt'
     ) in page
+
+
+def test_every_page_the_gateway_renders_is_compiled_ahead_with_what_it_extends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``load_live_templates``, which each gateway worker calls before it answers
+    (``gateway.handlers.explorer.load_templates_ahead``): once it has run, rendering a live page
+    compiles nothing."""
+    pages.environment.cache_clear()
+    pages.load_live_templates.cache_clear()
+    try:
+        loaded = pages.load_live_templates()
+        env = pages.environment()
+        assert env.loader is not None
+        live = {name for name in env.loader.list_templates() if name.startswith(pages.LIVE_PREFIX)}
+        assert live and live | {"base.html.j2"} == set(loaded)
+
+        def compiled(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("compiled at render time")
+
+        monkeypatch.setattr(env, "compile", compiled)
+        pages.signin_page("Token inválido.")
+        pages.error_page(404, "NOT_FOUND", "No such page.")
+        pages.alerts_panel([])
+        pages.freshness_panel([])
+        assert pages.load_live_templates() is loaded  # once per process
+    finally:
+        pages.environment.cache_clear()
+        pages.load_live_templates.cache_clear()
+
+
+def test_templates_that_cannot_be_compiled_stop_no_worker_and_the_log_says_why(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+    import logging
+
+    from gateway.handlers import explorer
+
+    def broken() -> tuple[str, ...]:
+        raise jinja2.TemplateSyntaxError("unexpected '}'", 3, "live_alerts.html.j2")
+
+    monkeypatch.setattr(pages, "load_live_templates", broken)
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(explorer.load_templates_ahead(None))  # type: ignore[arg-type]
+    assert "The explorer's templates could not be compiled ahead: unexpected '}'" in caplog.text

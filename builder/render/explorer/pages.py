@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import jinja2
+from jinja2 import meta
 
 from builder.render.explorer.calendar import WEEKDAY_HEADERS, YearCalendar
 from builder.render.explorer.chart import Chart
@@ -112,6 +113,26 @@ def template_fingerprint() -> str:
         source, _, _ = loader.get_source(env, name)
         digest.update(name.encode() + b"\0" + source.encode() + b"\0")
     return digest.hexdigest()
+
+
+@functools.cache
+def load_live_templates() -> tuple[str, ...]:
+    """Compile, once per process, every template the gateway renders per request and those
+    they extend or include; the names loaded. A worker's first explorer page otherwise waits
+    for the compiling (docs/performance.md#first-answer)."""
+    env = environment()
+    assert env.loader is not None
+    waiting = [name for name in env.loader.list_templates() if name.startswith(LIVE_PREFIX)]
+    loaded: list[str] = []
+    while waiting:
+        name = waiting.pop()
+        if name in loaded:
+            continue
+        env.get_template(name)
+        loaded.append(name)
+        source, _, _ = env.loader.get_source(env, name)
+        waiting += [found for found in meta.find_referenced_templates(env.parse(source)) if found]
+    return tuple(sorted(loaded))
 
 
 def render(template: str, **values: Any) -> bytes:
