@@ -13,6 +13,7 @@ from urllib.parse import quote
 THREE_PLACES = Decimal("0.001")
 _DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.([0-9]+))?")  # ASCII digits only
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_UTC_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 
 
 def iso_date(raw: str) -> date:
@@ -66,7 +67,12 @@ def utc_timestamp(instant: datetime) -> str:
 
 
 def parse_utc_timestamp(text: str) -> datetime:
-    """Inverse of :func:`utc_timestamp`."""
+    """Inverse of :func:`utc_timestamp`. Its form is read by ``datetime.fromisoformat``;
+    ``strptime``, which takes other widths too and reads any other text as before, compiles
+    its pattern the first time a process calls it, about 7 ms in a gateway worker's first
+    request with a token (docs/performance.md#first-answer)."""
+    if _UTC_TIMESTAMP.fullmatch(text):
+        return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -120,6 +123,51 @@ def test_timestamp_round_trips_to_the_same_instant(instant: datetime) -> None:
     assert parsed == instant
     assert parsed.utcoffset() == timedelta(0)
     assert utc_timestamp(parsed) == text
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 1), timezones=st.just(UTC)))  # noqa: DTZ001
+def test_a_timestamp_of_its_own_form_is_read_as_strptime_reads_it(instant: datetime) -> None:
+    text = utc_timestamp(instant)
+    expected = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    assert parse_utc_timestamp(text) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "2026-02-30T13:05:00.000000Z",  # of the form, not a day
+        "2026-09-20T24:05:00.000000Z",
+        "2026-09-20T13:60:00.000000Z",
+        "2026-09-20 13:05:00.000000Z",  # not of the form: strptime refuses it too
+        "2026-09-20T13:05:00.000000",
+        "2026-09-20T13:05:00.000000+00:00",
+        "",
+    ],
+)
+def test_a_text_that_is_no_timestamp_is_a_value_error(raw: str) -> None:
+    with pytest.raises(ValueError):
+        parse_utc_timestamp(raw)
+
+
+def test_other_widths_are_still_read_as_before() -> None:
+    # strptime's %f takes 1 to 6 digits; nothing fxev writes has fewer than 6.
+    assert parse_utc_timestamp("2026-09-20T13:05:00.5Z") == datetime(
+        2026, 9, 20, 13, 5, 0, 500_000, tzinfo=UTC
+    )
+
+
+def test_its_own_form_is_read_without_strptime() -> None:
+    """strptime compiles its pattern on a process's first call (about 7 ms): a gateway
+    worker's first request with a token waited for it (docs/performance.md#first-answer)."""
+    code = (
+        "import sys; from builder.core.canonical import parse_utc_timestamp;"
+        "parse_utc_timestamp('2026-09-20T13:05:00.000000Z'); print('_strptime' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.strip() == "False"
 
 
 def test_utc_timestamp_rejects_naive_datetime() -> None:
