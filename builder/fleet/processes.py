@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import random
 import shutil
@@ -15,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from builder.core.errors import Conflict, FxevError, NotFound
@@ -41,16 +42,19 @@ WEED_PORT_FLAGS = (
 # Where the kernel takes the local ends of outgoing connections from (Linux; elsewhere unknown).
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST_PORT = 10000
-_handed_out: set[int] = set()  # by this process, so two calls never give the same port
+_handed_out: set[int] = set()  # by this process (or reserved), so no call gives one twice
+_RANDOM = random.SystemRandom()  # not the seedable generator: forked or seeded processes differ
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on 127.0.0.1 just now, none given before by this process.
+    """``count`` distinct ports free on 127.0.0.1 just now, none given before by this process
+    nor reserved (:func:`reserve_ports`).
 
-    They are chosen below the kernel's ephemeral range when it is known: a port from that range
-    (what binding port 0 gives) can be taken, between the choice and the server's own bind, by
-    any outgoing connection's local end. A fleet's gateway once failed to start so, while the
-    store's parts were connecting to each other."""
+    They are chosen below the kernel's ephemeral range when it is known and leaves at least
+    1000 ports above :data:`LOWEST_PORT`: a port from that range (what binding port 0 gives)
+    can be taken, between the choice and the server's own bind, by any outgoing connection's
+    local end. A fleet's gateway once failed to start so, while the store's parts were
+    connecting to each other. Otherwise the kernel picks, from that range."""
     span = _below_ephemeral()
     probes: list[socket.socket] = []
     try:
@@ -61,7 +65,7 @@ def free_ports(count: int) -> list[int]:
             for _ in range(100 * count):
                 if len(probes) == count:
                     break
-                _probe(probes, random.choice(span))
+                _probe(probes, _RANDOM.choice(span))
             if len(probes) < count:
                 raise StartFailed(f"fewer than {count} free ports on {HOST} below {span.stop}")
         ports = [probe.getsockname()[1] for probe in probes]
@@ -70,6 +74,12 @@ def free_ports(count: int) -> list[int]:
     finally:
         for probe in probes:
             probe.close()
+
+
+def reserve_ports(ports: Iterable[int]) -> None:
+    """Ports a caller chose itself (a user's ``--ports``): :func:`free_ports` never gives them,
+    so nothing started on a port it gives can take one before its own server starts."""
+    _handed_out.update(ports)
 
 
 def _below_ephemeral() -> range | None:
@@ -87,9 +97,9 @@ def _probe(probes: list[socket.socket], port: int) -> None:
     probe = socket.socket()
     try:
         probe.bind((HOST, port))
-    except OSError:
+    except OSError as error:
         probe.close()
-        if port == 0:
+        if port == 0 or error.errno != errno.EADDRINUSE:
             raise
         return
     if probe.getsockname()[1] in _handed_out:

@@ -27,6 +27,7 @@ from builder.fleet.processes import (
     http_ok,
     last_line,
     redis_service,
+    reserve_ports,
     store_service,
 )
 
@@ -200,6 +201,7 @@ def plan(
     ``settings`` (``FXEV_*``) on every host, and with ``edge_port`` (0: a free one) the edge in
     front of the gateways. Nothing starts until :meth:`Topology.start`."""
     root = root.resolve()
+    reserve_ports([port for port in (*gateway_ports, edge_port or 0) if port])
     redis_port, *weed_ports = free_ports(1 + len(WEED_PORT_FLAGS))
     store = store_service(root, dict(zip(WEED_PORT_FLAGS, weed_ports, strict=True)))
     assert store.url is not None

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 import requests
 
 from builder.fleet import plan
@@ -72,6 +73,34 @@ def test_a_taken_port_is_one_line_and_starts_nothing(tmp_path: Path) -> None:
         f"fxev fleet: port {port} is given twice: each gateway and the edge need their own\n"
     )
     assert not (tmp_path / "fleet").exists()
+
+
+def test_the_ports_the_fleet_picks_itself_are_never_the_ones_a_user_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis and the store start before the gateways and the edge: a port picked for them (or
+    for a lane) that a user chose for a gateway would fail that gateway late, not in one line
+    before anything starts."""
+    from builder.fleet import processes
+
+    # Room for exactly what the fleet picks (Redis, the store's ports, a gateway, two lanes)
+    # and the two ports chosen: without the rule, one of those two is picked 135 times in 136.
+    span = range(24100, 24100 + 1 + len(processes.WEED_PORT_FLAGS) + 1 + 2 + 2)
+    monkeypatch.setattr(processes, "_below_ephemeral", lambda: span)
+    monkeypatch.setattr(processes, "_handed_out", set())
+    chosen_gateway, chosen_edge = span[3], span[9]
+    topology = plan(tmp_path, gateway_ports=(chosen_gateway, 0), edge_port=chosen_edge)
+    services = [topology.redis, topology.store, *topology.fronts]
+    services += [part for host in topology.gateways for part in (host.serve, host.mirror)]
+    said = " ".join(
+        " ".join([*service.argv, *(v for k, v in service.env.items() if os.environ.get(k) != v)])
+        for service in services
+    )
+    picked = {int(port) for port in re.findall(r"\b24[0-9]{3}\b", said)}
+    assert picked == set(span)  # every port of the span used once, the chosen ones as chosen
+    assert topology.gateways[0].url == f"http://127.0.0.1:{chosen_gateway}"
+    assert topology.fronts[0].url == f"http://127.0.0.1:{chosen_edge}"
+    assert processes._handed_out == set(span)
 
 
 def test_a_process_that_does_not_start_is_one_line_and_leaves_none_running(

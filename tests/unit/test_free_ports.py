@@ -3,6 +3,8 @@ chosen, outside the range outgoing connections take their local ends from, never
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import socket
 from pathlib import Path
 
@@ -31,31 +33,40 @@ def test_no_port_is_given_twice_by_one_process() -> None:
     assert len(set(given)) == len(given)
 
 
-def test_a_port_something_listens_on_is_never_given(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    ranges = tmp_path / "ip_local_port_range"
-    low = processes.LOWEST_PORT + 1000
-    ranges.write_text(f"{low} 60999\n")
-    monkeypatch.setattr(processes, "EPHEMERAL_RANGE", ranges)
+def test_a_port_something_listens_on_is_never_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    span = range(processes.LOWEST_PORT, processes.LOWEST_PORT + 40)
+    monkeypatch.setattr(processes, "_below_ephemeral", lambda: span)
+    monkeypatch.setattr(processes, "_handed_out", set())
     listeners = []
     try:
-        for port in range(processes.LOWEST_PORT, processes.LOWEST_PORT + 900):
+        for port in span[:30]:
             listener = socket.socket()
-            try:
-                listener.bind(("127.0.0.1", port))
-            except OSError:
-                listener.close()
-                continue
-            listener.listen()
             listeners.append(listener)
-        held = {listener.getsockname()[1] for listener in listeners}
-        ports = free_ports(20)
-        assert not held & set(ports)
-        assert all(processes.LOWEST_PORT <= port < low for port in ports)
+            with contextlib.suppress(OSError):  # taken already: as good
+                listener.bind(("127.0.0.1", port))
+                listener.listen()
+        assert set(free_ports(3)) <= set(span[30:])
     finally:
         for listener in listeners:
             listener.close()
+
+
+def test_a_port_reserved_by_its_caller_is_never_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    # make fleet's --ports: Redis or the store, started first, must not take a gateway's port.
+    span = range(processes.LOWEST_PORT + 100, processes.LOWEST_PORT + 120)
+    monkeypatch.setattr(processes, "_below_ephemeral", lambda: span)
+    monkeypatch.setattr(processes, "_handed_out", set())
+    processes.reserve_ports(span[:15])
+    assert set(free_ports(3)) <= set(span[15:])
+
+
+def test_a_host_that_cannot_be_bound_is_its_own_error_not_a_shortage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(processes, "HOST", "192.0.2.1")  # TEST-NET-1: no address of this host
+    with pytest.raises(OSError) as raised:
+        free_ports(1)
+    assert raised.value.errno == errno.EADDRNOTAVAIL
 
 
 @pytest.mark.parametrize("content", [None, "", "many\n", "40000 60999\n"])
@@ -67,6 +78,7 @@ def test_where_the_range_is_unknown_or_leaves_too_few_the_kernel_picks(
         ranges.write_text(content)
     monkeypatch.setattr(processes, "EPHEMERAL_RANGE", ranges)
     monkeypatch.setattr(processes, "LOWEST_PORT", 39500)
+    assert processes._below_ephemeral() is None
     ports = free_ports(5)
     assert len(set(ports)) == 5
     for port in ports:
