@@ -13,7 +13,10 @@ from urllib.parse import quote
 THREE_PLACES = Decimal("0.001")
 _DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.([0-9]+))?")  # ASCII digits only
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_UTC_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+# utc_timestamp's form; the hour bounded, since a later fromisoformat reads 24:00 as midnight.
+_UTC_TIMESTAMP = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-9]{2}:[0-9]{2}\.[0-9]{6}Z"
+)
 
 
 def iso_date(raw: str) -> date:

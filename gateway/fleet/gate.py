@@ -19,9 +19,9 @@ awaits it, serving other requests meanwhile, on one pipelined connection
 The script mirrors :func:`gateway.limits.rule.decide`: the minute rule needs the ``per_min``-th
 most recent accepted instant (``LINDEX per_min-1``), the day rule today's count; a request that
 passes is pushed (``LPUSH``, then ``LTRIM`` once the list is longer than ``per_min``) and counted
-(``INCR``; the first of a day sets the counter's expiry, the same for every request of that
-day); a refused one writes nothing. Every write is a command in Redis's append-only file, and
-these two conditions spare one or two of the five (docs/performance.md#fleet). It
+(``INCR``; the day's first request sets the counter's expiry, the same for every request of
+that day, so the others write no ``PEXPIREAT`` to Redis's append-only file, fsynced always:
+docs/performance.md#fleet); a refused one writes nothing. It
 returns the wait in microseconds, which :func:`gateway.limits.rule.after_wait` turns into
 ``Retry-After`` as on one host. Instants come from the gateway's real clock (never ``FXEV_NOW``);
 the Lima day and its end from :class:`gateway.limits.rule.LimaClock`.
@@ -105,7 +105,11 @@ if wait == 0 then
     redis.call('LTRIM', KEYS[2], 0, per_min - 1)
   end
   redis.call('PEXPIRE', KEYS[2], math.floor(window / 1000) + 1000)  -- the window, 1 s more
-  if redis.call('INCR', KEYS[3]) == 1 then redis.call('PEXPIREAT', KEYS[3], ARGV[7]) end
+  -- The expiry is the same for every request of the day: written once (a read, PTTL, finds a
+  -- counter left without one, as by an operator's SET).
+  if redis.call('INCR', KEYS[3]) == 1 or redis.call('PTTL', KEYS[3]) == -1 then
+    redis.call('PEXPIREAT', KEYS[3], ARGV[7])
+  end
   if revision and revision > mark then redis.call('SET', KEYS[4], ARGV[9]) end
 end
 return {1, wait, t[4] or '', t[5] or '', t[6] or ''}

@@ -125,7 +125,7 @@ def test_timestamp_round_trips_to_the_same_instant(instant: datetime) -> None:
     assert utc_timestamp(parsed) == text
 
 
-@given(st.datetimes(min_value=datetime(1000, 1, 1), timezones=st.just(UTC)))  # noqa: DTZ001
+@given(st.datetimes(timezones=st.just(UTC)))
 def test_a_timestamp_of_its_own_form_is_read_as_strptime_reads_it(instant: datetime) -> None:
     text = utc_timestamp(instant)
     expected = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
@@ -137,6 +137,7 @@ def test_a_timestamp_of_its_own_form_is_read_as_strptime_reads_it(instant: datet
     [
         "2026-02-30T13:05:00.000000Z",  # of the form, not a day
         "2026-09-20T24:05:00.000000Z",
+        "2026-09-20T24:00:00.000000Z",  # strptime refuses it; Python 3.14's fromisoformat won't
         "2026-09-20T13:60:00.000000Z",
         "2026-09-20 13:05:00.000000Z",  # not of the form: strptime refuses it too
         "2026-09-20T13:05:00.000000",
