@@ -53,7 +53,7 @@ def test_a_port_something_listens_on_is_never_given(monkeypatch: pytest.MonkeyPa
 
 def test_a_port_reserved_by_its_caller_is_never_given(monkeypatch: pytest.MonkeyPatch) -> None:
     # make fleet's --ports: Redis or the store, started first, must not take a gateway's port.
-    span = range(processes.LOWEST_PORT + 100, processes.LOWEST_PORT + 120)
+    span = range(processes.LOWEST_PORT + 100, processes.LOWEST_PORT + 125)
     monkeypatch.setattr(processes, "_below_ephemeral", lambda: span)
     monkeypatch.setattr(processes, "_handed_out", set())
     processes.reserve_ports(span[:15])
