@@ -10,7 +10,7 @@ awaits it, serving other requests meanwhile, on one pipelined connection
 
 ``fxev:tok:{<id>}``             the token's record, a hash (:mod:`tokens.redis_store`)
 ``fxev:rl:{<id>}:min``          a list: the instants (us) of its last ``per_min`` accepted
-                                requests, newest first; expires 61 s after the last one
+                                requests, newest first; expires 61 to 122 s after the last one
 ``fxev:rl:{<id>}:day:<date>``   the count of the Lima day ``<date>``; expires a day after it ends
 ``fxev:rv:{<id>}``              the newest published revision a gateway answered the token at
 ``fxev:page_secret``            the page-token secret, set once (``SET NX``)
@@ -19,12 +19,14 @@ awaits it, serving other requests meanwhile, on one pipelined connection
 The script mirrors :func:`gateway.limits.rule.decide`: the minute rule needs the ``per_min``-th
 most recent accepted instant (``LINDEX per_min-1``), the day rule today's count; a request that
 passes is pushed (``LPUSH``, then ``LTRIM`` once the list is longer than ``per_min``) and counted
-(``INCR``; the day's first request sets the counter's expiry, the same for every request of
-that day, so the others write no ``PEXPIREAT`` to Redis's append-only file, fsynced always:
-docs/performance.md#fleet); a refused one writes nothing. It
-returns the wait in microseconds, which :func:`gateway.limits.rule.after_wait` turns into
-``Retry-After`` as on one host. Instants come from the gateway's real clock (never ``FXEV_NOW``);
-the Lima day and its end from :class:`gateway.limits.rule.LimaClock`.
+(``INCR``); a refused one writes nothing. Every write goes to Redis's append-only file, fsynced
+always, so the expiries are written only when needed (docs/performance.md#fleet): the day's
+first request sets its counter's (the same instant for every request of that day), and a
+request that finds the list with less than the window and a second to live (61 s) sets it to
+twice that (122 s). It returns the wait in microseconds, which
+:func:`gateway.limits.rule.after_wait` turns into ``Retry-After`` as on one host. Instants come
+from the gateway's real clock (never ``FXEV_NOW``); the Lima day and its end from
+:class:`gateway.limits.rule.LimaClock`.
 
 Each gateway host mirrors a publish on its own poll, so for a moment two gateways serve two
 revisions. The script also keeps, per token, the newest revision it was answered at (its
@@ -104,7 +106,10 @@ if wait == 0 then
   if redis.call('LPUSH', KEYS[2], ARGV[2]) > per_min then
     redis.call('LTRIM', KEYS[2], 0, per_min - 1)
   end
-  redis.call('PEXPIRE', KEYS[2], math.floor(window / 1000) + 1000)  -- the window, 1 s more
+  -- The list outlives its newest instant by the window and a second: when less is left, its
+  -- expiry is set to twice that, so it is written about once a window, not on every request.
+  local keep = math.floor(window / 1000) + 1000
+  if redis.call('PTTL', KEYS[2]) < keep then redis.call('PEXPIRE', KEYS[2], 2 * keep) end
   -- The expiry is the same for every request of the day: written once (a read, PTTL, finds a
   -- counter left without one, as by an operator's SET).
   if redis.call('INCR', KEYS[3]) == 1 or redis.call('PTTL', KEYS[3]) == -1 then
