@@ -21,9 +21,10 @@ most recent accepted instant (``LINDEX per_min-1``), the day rule today's count;
 passes is pushed (``LPUSH``, then ``LTRIM`` once the list is longer than ``per_min``) and counted
 (``INCR``); a refused one writes nothing. Every write goes to Redis's append-only file, fsynced
 always, so the expiries are written only when needed (docs/performance.md#fleet): the day's
-first request sets its counter's (the same instant for every request of that day), and a
-request that finds the list with less than the window and a second to live (61 s) sets it to
-twice that (122 s). It returns the wait in microseconds, which
+first request sets its counter's (the same instant for every request of that day), as does a
+request that finds the counter without one; a request that finds the list without an expiry
+(new, or as an operator left it) or with less than the window and a second to live (61 s) sets
+it to twice that (122 s). It returns the wait in microseconds, which
 :func:`gateway.limits.rule.after_wait` turns into ``Retry-After`` as on one host. Instants come
 from the gateway's real clock (never ``FXEV_NOW``); the Lima day and its end from
 :class:`gateway.limits.rule.LimaClock`.
@@ -106,8 +107,9 @@ if wait == 0 then
   if redis.call('LPUSH', KEYS[2], ARGV[2]) > per_min then
     redis.call('LTRIM', KEYS[2], 0, per_min - 1)
   end
-  -- The list outlives its newest instant by the window and a second: when less is left, its
-  -- expiry is set to twice that, so it is written about once a window, not on every request.
+  -- The list must outlive its newest instant by the window and a second (61 s): found without
+  -- an expiry (new, or as an operator left it) or with less left, it gets twice that (122 s),
+  -- so its expiry is written about once a window, not on every request.
   local keep = math.floor(window / 1000) + 1000
   if redis.call('PTTL', KEYS[2]) < keep then redis.call('PEXPIRE', KEYS[2], 2 * keep) end
   -- The expiry is the same for every request of the day: written once (a read, PTTL, finds a
