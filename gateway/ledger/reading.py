@@ -30,7 +30,7 @@ def read_entries(folder: Path) -> Iterator[dict[str, Any]]:
         with path.open("rb") as handle:
             for line in handle:
                 if not line.endswith(b"\n"):
-                    continue  # the torn tail of a killed worker: that response never left
+                    continue  # the torn tail of a killed writer: that response never left
                 try:
                     entry = orjson.loads(line)
                 except orjson.JSONDecodeError:

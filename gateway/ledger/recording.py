@@ -10,8 +10,11 @@ released only when the writer has answered that the batch holding its line is on
 loop sends a batch down a pipe and learns of its answer from another (``add_reader``): no thread,
 no lock shared with the writer.
 
-A worker killed mid-write leaves at most one torn last line, for a response that never left;
+A writer killed mid-write leaves at most one torn last line, for a response that never left;
 readers skip lines that do not end in a newline (and so the zeros written ahead of the last line).
+A worker killed after a batch reached the disk but before its responses left leaves whole lines
+for answers whose connections dropped, which no client received in any other form: a record
+written before its act, as every write-ahead record is (docs/operating/ledger.md#failed).
 When the writer cannot write a batch, or has died (it is started again for the next batch), every
 response of that batch fails with :class:`LedgerUnavailable` and the gateway answers 503 instead.
 

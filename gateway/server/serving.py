@@ -52,6 +52,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what Sanic stops a worker by
 FIRST = 1_000  # the priority of a listener run before the app's own (priority 0)
 STATE_LOST = threading.Event()  # the workers' state process died: stop, and exit 1
 DEAD = (ProcessState.FAILED, ProcessState.COMPLETED)  # what a sync makes of a process gone
+STATE_ERRORS = (BrokenPipeError, EOFError, ConnectionError)  # asking a state process that is gone
 
 
 def serve_factory(
@@ -79,7 +80,12 @@ def serve_factory(
     if shipper is not None:
         app.main_process_start(lambda app: shipper.start())
         app.main_process_stop(lambda app: shipper.stop())  # after the workers were joined
-    Sanic.serve(primary=app, app_loader=loader)
+    try:
+        Sanic.serve(primary=app, app_loader=loader)
+    except STATE_ERRORS as error:
+        # The state process died where the monitor loop does not ask it: the manager's join of
+        # its workers, once they were killed together with it, or any step of a shutdown.
+        Supervisor.report_state_lost(error)
     if STATE_LOST.is_set():
         raise SystemExit(1)
 
@@ -142,7 +148,7 @@ class Supervisor:
         def sync_states() -> None:
             try:
                 sync()
-            except (BrokenPipeError, EOFError, ConnectionError) as error:
+            except STATE_ERRORS as error:
                 self.state_lost(error)
                 return
             self.restart_dead()
@@ -159,16 +165,22 @@ class Supervisor:
 
     def state_lost(self, error: Exception) -> None:
         """The process holding the workers' states is gone: stop them all, and the gateway."""
+        if self.report_state_lost(error):
+            self.manager.monitor_publisher.send(None)  # the monitor loop's stop message
+            self.manager.shutdown()
+
+    @staticmethod
+    def report_state_lost(error: Exception) -> bool:
+        """Say once, in one line, that the state process is gone; whether this was the first."""
         if STATE_LOST.is_set():
-            return
+            return False
         STATE_LOST.set()
         error_logger.error(
             "The workers' state process is gone (%s); stopping every worker, exit 1: start the"
             " gateway again (a service manager does)",
             error,
         )
-        self.manager.monitor_publisher.send(None)  # the monitor loop's stop message
-        self.manager.shutdown()
+        return True
 
     def restart_dead(self) -> None:
         manager = self.manager
