@@ -7,8 +7,11 @@ earlier records, its evidence metadata and new details) is appended last to the 
 so its index entry means the revision is complete. The explorer's pages for the new head are
 written next (``builder.publish.explorer``: found through the revision's number, so the same
 switch publishes them). With a ``LogSigner``, the transparency log's leaves of the new revisions
-are appended and the head's checkpoint signed (``builder.publish.log``: refused when the tree
-does not extend what the key signed before). The ``PUBLISHED`` pointer is replaced by an atomic
+are made from the registry first, before anything is rendered, and checked to extend what the key
+signed before (``builder.publish.log``: refused otherwise, leaving the site as it was); once the
+revisions are rendered, they are appended and the head's checkpoint signed. The rows read for a
+leaf are kept for the rendering of its revision (:data:`ROWS_KEPT` revisions at most), so that
+an incremental build reads them once. The ``PUBLISHED`` pointer is replaced by an atomic
 rename and its folder fsynced; last, the explorer pages that only the previous revision served
 are removed.
 
@@ -31,11 +34,10 @@ from builder.disk import faults
 from builder.disk.blobs import BlobStore
 from builder.publish import sitelock, swap
 from builder.publish.explorer import ExplorerWriter
-from builder.publish.leaves import leaf_of, revision_leaf
+from builder.publish.leaves import Rows, leaf_of, revision_leaf, revision_rows
 from builder.publish.log import LogSigner, LogWriter
 from builder.publish.writer import TreeWriter
 from builder.registry.records import (
-    TABLE_OF,
     Annotation,
     Cotejo,
     Event,
@@ -50,6 +52,8 @@ from builder.render import api as render
 from builder.tlog.leaf import Leaf
 from builder.tree.format import EMPTY_CHUNK, EMPTY_NODE, Node
 from builder.tree.revision import EvidenceMeta, RevisionRecord, RevisionRoot, SeriesRoot
+
+ROWS_KEPT = 256  # revisions whose rows, read for their leaves, wait for their rendering
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -94,7 +98,7 @@ class Builder:
         self.tree = tree
         self.registry_id = registry.registry_id()
         self.log = log  # None: no transparency log (tests of the tree alone)
-        self.leaves: dict[int, Leaf] = {}
+        self.rows: dict[int, tuple[Revision, Rows]] = {}  # read for leaves, to be rendered
 
     def build(self, rebuild: bool = False) -> BuildResult:
         """Build under the site's exclusive lock, after sweeping what killed builds left; with
@@ -168,6 +172,18 @@ class Builder:
         previous: RevisionRoot,
         log: LogWriter | None,
     ) -> BuildResult:
+        # The log's leaves, checked against what the key signed before anything is rendered
+        # (builder.publish.log).
+        extension = (
+            None
+            if log is None
+            else log.prepare(
+                head.revision,
+                published or 0,
+                self.registry_id,
+                lambda number: self.leaf(number, keep_rows=number > done),
+            )
+        )
         built: list[int] = []
         tags: set[str] = set()
         for number in range(done + 1, head.revision + 1):
@@ -182,11 +198,10 @@ class Builder:
         # pointer names it, swept of the previous revision's once it does.
         explorer = ExplorerWriter(self.tree, self.registry)
         drawn = explorer.prepare(head.revision)
-        # The log's leaves, checked against what the key signed before, and the checkpoint of
-        # the head: in place before the pointer names it (builder.publish.log).
-        signed = log is not None and log.extend(
-            head.revision, published or 0, self.registry_id, self.leaf
-        )
+        # The log's tiles and the checkpoint of the head: in place before the pointer names it.
+        signed = log is not None and extension is not None
+        if signed:
+            log.commit(extension)
         if head.revision != published:
             faults.crash_point("build_before_pointer")
             self.tree.publish(head.revision, sorted(tags))
@@ -204,10 +219,8 @@ class Builder:
         self, number: int, previous: RevisionRoot, published: int
     ) -> tuple[RevisionRoot, set[str]]:
         registry = self.registry
-        meta = registry.revision(number)
-        if meta is None:
-            raise IntegrityError(f"registry has no revision {number}")
-        touched = {table.name: registry.rows_touched(table, number) for table in TABLE_OF.values()}
+        kept = self.rows.pop(number, None)
+        meta, touched = kept if kept is not None else revision_rows(registry, number)
         evidence: list[Evidence] = touched["evidence"]
         observations: list[Observation] = touched["observations"]
         events: list[Event] = touched["events"]
@@ -217,8 +230,6 @@ class Builder:
         switches: list[SeriesSwitch] = touched["series_switches"]
 
         evidence_meta = {record.id: self.render_evidence(record, number) for record in evidence}
-        if self.log is not None:
-            self.leaves[number] = leaf_of(meta, touched)
 
         changed_ids = {o.id for o in observations}
         changed_ids |= {e.observacion_id for e in events if e.observacion_id}
@@ -271,10 +282,14 @@ class Builder:
         self.tree.write_record(record)
         return root, tags
 
-    def leaf(self, number: int) -> Leaf:
-        """Revision ``number``'s leaf: made while it was built, else from the registry."""
-        found = self.leaves.pop(number, None)
-        return found if found is not None else revision_leaf(self.registry, number)
+    def leaf(self, number: int, keep_rows: bool = False) -> Leaf:
+        """Revision ``number``'s leaf, from the registry's rows; with ``keep_rows`` (a revision
+        still to render) they are kept for its rendering, up to :data:`ROWS_KEPT` revisions (a
+        first build of many reads the rest again)."""
+        meta, touched = revision_rows(self.registry, number)
+        if keep_rows and len(self.rows) < ROWS_KEPT:
+            self.rows[number] = (meta, touched)
+        return leaf_of(meta, touched)
 
     def render_evidence(self, record: Evidence, number: int) -> EvidenceMeta:
         """Store the evidence bytes; its metadata goes into the revision's record."""

@@ -42,9 +42,16 @@ def leaf_of(meta: Revision, touched: Mapping[str, Sequence[Any]]) -> Leaf:
     return Leaf(meta.revision, meta.ts_commit, meta.hash, rows)
 
 
-def revision_leaf(registry: Registry, number: int) -> Leaf:
+Rows = dict[str, list[Any]]  # the rows a revision wrote, by table name
+
+
+def revision_rows(registry: Registry, number: int) -> tuple[Revision, Rows]:
+    """Revision ``number`` of the registry and the rows it wrote, by table name."""
     meta = registry.revision(number)
     if meta is None:
         raise IntegrityError(f"registry has no revision {number}")
-    touched = {table.name: registry.rows_touched(table, number) for table in DATA_TABLES}
-    return leaf_of(meta, touched)
+    return meta, {table.name: registry.rows_touched(table, number) for table in DATA_TABLES}
+
+
+def revision_leaf(registry: Registry, number: int) -> Leaf:
+    return leaf_of(*revision_rows(registry, number))

@@ -1,13 +1,15 @@
 """``fxev build``'s log step: append the new revisions' leaves, check, sign, write the checkpoint.
 
-Before the pointer moves, the leaves of every revision the build publishes are appended to the
-tree's log (``builder.tree.log``): only the right edge's tiles are written (full tiles completed
-now, and the new partial tile of each level), so the work is proportional to the new leaves. The
-tree of the new size must extend the last checkpoint this home's key signed (``log.signed``), and
-the newest checkpoint of this key that the tree (or the tree a rebuild replaces) publishes: a
-consistency proof from the tiles is checked against each, and a tree that does not extend it (a
-registry rewritten, then rebuilt) is refused: nothing is signed, the pointer does not move. Then
-the checkpoint is signed, remembered in the home, and written as ``log/checkpoints/<N>``; once
+Before the build renders anything, the leaves of every revision it publishes are appended to the
+tree's log (``builder.tree.log``) in memory (:meth:`LogWriter.prepare`): only the right edge's
+tiles change (full tiles completed now, and the new partial tile of each level), so the work is
+proportional to the new leaves. The tree of the new size must extend the last checkpoint this
+home's key signed (``log.signed``), and the newest checkpoint of this key that the tree (or the
+tree a rebuild replaces) publishes: a consistency proof from the tiles is checked against each,
+and a tree that does not extend it (a registry rewritten, then rebuilt) is refused: nothing is
+rendered or signed, the pointer does not move. Once the revisions are rendered
+(:meth:`LogWriter.commit`), the tiles are written and the checkpoint is signed, remembered in
+the home, and written as ``log/checkpoints/<N>``; once
 the pointer names ``N``, ``log/checkpoint`` is replaced by it. The leaves taken from the tiles
 must end in the registry's own leaf of the published revision, whose chain hash commits to all
 before it: a registry rewritten and rehashed under a published log is refused the same way.
@@ -91,6 +93,19 @@ class RowCheck:
             )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Extension:
+    """The log grown to ``size`` in memory and checked to extend every checkpoint the key
+    signed: what :meth:`LogWriter.commit` writes and signs once the revisions are rendered."""
+
+    size: int
+    start: int  # the size it grew from
+    root: bytes
+    files: dict[tiles.Tile, bytes]  # the tiles and entry bundles to write
+    rows: dict[int, bytes]  # the row lists published beside their leaves, by revision
+    origin: str
+
+
 class LogWriter:
     def __init__(self, tree: TreeWriter, signer: LogSigner) -> None:
         self.tree = tree
@@ -122,29 +137,40 @@ class LogWriter:
             return RowCheck(self.reader, published, leaf)
         return None
 
-    def extend(
+    def prepare(
         self, head: int, published: int, registry_id: str | None, leaf: Callable[[int], Leaf]
-    ) -> bool:
-        """Append leaves up to ``head`` and sign that size; False when it already was."""
+    ) -> Extension | None:
+        """The leaves up to ``head`` appended in memory, and the tree of that size checked to
+        extend what the key signed, before the build renders anything: a refused build leaves
+        no revision, tile or row list that a later build of another registry would take for a
+        killed build's work. None when that size is signed already."""
         start, edge = self._start(published)
         if start == head and self.reader.checkpoint(head) is not None:
-            return False
+            return None
         if start:
             self._check_reused(start, leaf(start))
-        data, hashes = [], []
+        data, hashes, rows = [], [], {}
         for number in range(start + 1, head + 1):
-            encoded, rows = leaf(number).encode()
-            if rows is not None:
-                self._write(f"{ROWS}/{number}", rows)
+            encoded, listed = leaf(number).encode()
+            if listed is not None:
+                rows[number] = listed
             data.append(encoded)
             hashes.append(merkle.leaf_hash(encoded))
         edge, files = tiles.append(edge, data, hashes)
-        for tile, content in files.items():
+        origin = self.signer.origin or logkey.default_origin(registry_id)
+        extension = Extension(head, start, edge.root(), files, rows, origin)
+        self._check_signed_before(extension)
+        return extension
+
+    def commit(self, extension: Extension) -> None:
+        """Write the extension's row lists and tiles, and sign its size."""
+        for number, listed in extension.rows.items():
+            self._write(f"{ROWS}/{number}", listed)
+        for tile, content in extension.files.items():
             self._write(tile.path, content)
-        key = self._sign(head, edge.root(), registry_id)
-        if start == 0 and self.signer.replaced is not None:
-            self._keep_signed(self.signer.replaced, head, key)
-        return True
+        key = self._sign(extension)
+        if extension.start == 0 and self.signer.replaced is not None:
+            self._keep_signed(self.signer.replaced, extension.size, key)
 
     def _keep_signed(self, replaced: Path, size: int, key: note.VerifierKey) -> None:
         """A rebuild writes the log afresh, at ``size`` alone. The checkpoints the key signed
@@ -196,15 +222,16 @@ class LogWriter:
                 pass
         return 0, tiles.Edge.empty()
 
-    def _sign(self, size: int, root: bytes, registry_id: str | None) -> note.VerifierKey:
-        """Sign the checkpoint of ``size`` once the tree extends what the key signed; the key."""
-        origin = self.signer.origin or logkey.default_origin(registry_id)
-        private = logkey.load_or_create(self.signer.home)
-        key = logkey.verifier_key(self.signer.home, origin)
-        remembered = logkey.last_signed(self.signer.home)
+    def _check_signed_before(self, extension: Extension) -> None:
+        """Refuse an extension that does not extend every checkpoint the key signed, as far as
+        ``log.signed`` and the published logs tell."""
+        home = self.signer.home
+        logkey.load_or_create(home)
+        key = logkey.verifier_key(home, extension.origin)
+        remembered = logkey.last_signed(home)
         published = self._published_under(key)
         if remembered is None and not published:
-            memory = self.signer.home / logkey.SIGNED_FILE
+            memory = home / logkey.SIGNED_FILE
             raise SigningRecordLost(
                 f"refusing to sign: {memory}, the record of what this key signed, is missing and"
                 " no published log signed by it is here to stand in; restore it from the home's"
@@ -214,10 +241,22 @@ class LogWriter:
         signed_before = published
         if remembered not in (None, logkey.NOTHING_SIGNED):
             signed_before = [self._opened(remembered, key), *published]
+        files = extension.files
+
+        def read_tile(tile: tiles.Tile) -> bytes:  # the extension's tiles over the tree's
+            return files[tile] if tile in files else self.reader.read_tile(tile)
+
+        read = tiles.tile_reader(extension.size, read_tile)
         for last in dict.fromkeys(signed_before):  # each once: the same one, as a rule
-            self._check_extends(last, size, root)
-        signed = note.sign(note.Checkpoint(origin, size, root).text, origin, private)
-        logkey.remember_signed(self.signer.home, signed)
+            self._check_extends(last, extension.size, extension.root, read)
+
+    def _sign(self, extension: Extension) -> note.VerifierKey:
+        """Sign the checkpoint of the extension's size (checked by :meth:`prepare`); the key."""
+        home, origin, size = self.signer.home, extension.origin, extension.size
+        private = logkey.load_or_create(home)
+        key = logkey.verifier_key(home, origin)
+        signed = note.sign(note.Checkpoint(origin, size, extension.root).text, origin, private)
+        logkey.remember_signed(home, signed)
         self._write(f"{CHECKPOINTS}/{size}", signed.encode(), replace=True)
         if self.reader.key() != key.text + "\n":  # once per tree: it never changes after
             self._write(KEY, (key.text + "\n").encode(), replace=True)
@@ -252,13 +291,15 @@ class LogWriter:
                 " damaged (restore it from the backup of the home)"
             ) from None
 
-    def _check_extends(self, last: note.Checkpoint, size: int, root: bytes) -> None:
+    def _check_extends(
+        self, last: note.Checkpoint, size: int, root: bytes, read: merkle.HashReader
+    ) -> None:
         if last.size > size:
             raise HistoryRewritten(
                 f"refusing to sign a log of {size} revisions: this key signed {last.size} already"
                 " (history rewritten?)"
             )
-        proof = merkle.consistency_proof(last.size, size, self.reader.hash_reader(size))
+        proof = merkle.consistency_proof(last.size, size, read)
         try:
             merkle.verify_consistency(last.size, size, last.root, root, proof)
         except merkle.ProofError:

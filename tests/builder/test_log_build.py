@@ -32,6 +32,12 @@ def log_files(site: Path) -> dict[str, bytes]:
     return {k: v for k, v in tree_files(site).items() if k.startswith("log/")}
 
 
+def rendered(site: Path) -> list[str]:
+    """What a build rendered into ``site``: revision records, objects, the log."""
+    roots = (layout.REVISIONS, layout.OBJECTS, "log")
+    return [name for name in tree_files(site) if name.split("/")[0] in roots]
+
+
 def vkey(env: dict[str, str]) -> note.VerifierKey:
     done = fxev(env, "log", "key")
     assert done.returncode == 0, done.stderr
@@ -148,14 +154,23 @@ def test_a_rewritten_registry_cannot_be_signed(tmp_path: Path) -> None:
     assert len(refused.stderr.splitlines()) == 1, refused.stderr
     assert "history rewritten" in refused.stderr
     assert not (site / layout.POINTER).exists()
-    assert not (site / "log/checkpoint").exists()
+    # Refused before anything is rendered: a later build finds no revision a killed build
+    # would have left, and cannot take the rewritten one for its own (it did, and published
+    # the rewritten rows under the honest checkpoint, over tiles that did not lead to it).
+    assert rendered(site) == []
     # Nor once more revisions are added: the old leaves are still not those it signed.
     seed(env | {"FXEV_HOME": str(copy)}, tmp_path, (MORE,))
     again = fxev(env | {"FXEV_HOME": str(copy), "FXEV_SITE": str(site)}, "build")
     assert again.returncode == 1 and "history rewritten" in again.stderr
-    # The honest registry goes on: its next build extends what was signed.
+    assert rendered(site) == []
+    # The honest registry goes on: its next build extends what was signed, and it builds the
+    # site the rewritten one was refused on from its own rows.
     seed(env, tmp_path, (MORE,))
     assert fxev(env, "build").returncode == 0
+    honest = fxev(env | {"FXEV_SITE": str(site)}, "build")
+    assert honest.returncode == 0, honest.stderr
+    assert not [name for name, data in tree_files(site).items() if b"9.999" in data]
+    assert log_files(site)["log/checkpoint"] == log_files(tmp_path / "site_out")["log/checkpoint"]
 
 
 def test_a_rewritten_revision_whose_rows_no_build_reads_is_refused_on_its_own_site(
@@ -357,10 +372,11 @@ def test_a_key_whose_record_is_lost_signs_nothing_for_a_new_site(tmp_path: Path)
         assert len(refused.stderr.splitlines()) == 1, refused.stderr
         assert "log.signed" in refused.stderr and "missing" in refused.stderr, refused.stderr
         assert not (new_site / layout.POINTER).exists()
-        assert not (new_site / "log" / "checkpoint").exists()
+        assert rendered(new_site) == []
     shutil.copy(tmp_path / "site_out" / "log" / "checkpoint", copy / "log.signed")
     again = fxev(rewritten, "build")
     assert again.returncode == 1 and "history rewritten" in again.stderr, again
+    assert rendered(new_site) == []
     (tmp_path / "var" / "log.signed").unlink()  # the honest home, its record lost too
     honest = env | {"FXEV_SITE": str(new_site)}
     assert fxev(honest, "build").returncode == 1
@@ -370,6 +386,7 @@ def test_a_key_whose_record_is_lost_signs_nothing_for_a_new_site(tmp_path: Path)
     assert (new_site / "log" / "checkpoint").read_bytes() == (
         tmp_path / "site_out" / "log" / "checkpoint"
     ).read_bytes()
+    assert not [name for name, data in tree_files(new_site).items() if b"9.999" in data]
 
 
 def test_a_new_key_starts_with_an_empty_record(tmp_path: Path) -> None:
