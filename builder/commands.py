@@ -93,13 +93,15 @@ def cmd_series_publish(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_tick(args: argparse.Namespace, settings: Settings) -> int:
-    """Capture every enabled source, then build; a site of another registry refused first."""
+    """Capture every enabled source, then build; a site the build would refuse (of another
+    registry, or whose log another key signs) refused first."""
     site, registry = TreeWriter(settings.site), settings.home / REGISTRY_FILE
     if not registry.exists():  # refused before the stores open: a refusal makes no home
         check_site_owner(site, None, registry)
     with open_stores(settings) as stores:
         builder = Builder(stores.registry, stores.blobs, site, log_signer(settings))
         builder.check_owner()
+        builder.check_key()
         captures = {
             source: CAPTURES[source](stores, settings, clock.now(settings), None).to_json()
             for source in settings.sources

@@ -129,11 +129,25 @@ def add_ledger_command(subparsers: argparse._SubParsersAction) -> None:  # type:
 
 
 def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
+    import dataclasses
+
     from builder.core.errors import UsageError
     from builder.disk.durable import read_or_create_secret
     from gateway.edge import steps
-    from gateway.edge.config import EdgePlan, edge_config
+    from gateway.edge.config import EdgePlan, check_plan, edge_config
 
+    cache_dir = args.cache_dir or settings.home / CACHE_FOLDER
+    plan = EdgePlan(
+        listen=args.listen,
+        upstreams=tuple(args.upstream or [DEFAULT_UPSTREAM]),
+        cache_dir=Path(cache_dir).absolute(),
+        credential="",
+        lanes=tuple(args.lane or ()),
+    )
+    try:
+        check_plan(plan)  # before the credential is made: a refusal changes nothing
+    except ValueError as error:
+        raise UsageError(f"edge config: {error}") from error
     if settings.redis_url:  # fleet mode: the credential every gateway reads from Redis
         from gateway.fleet.gate import EDGE_SECRET_KEY, RedisGate, connect
         from gateway.limits.rule import Limits
@@ -148,21 +162,19 @@ def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
 
         require_tokens(settings.home)  # the gateways' home: never an empty one
         credential = read_or_create_secret(settings.home / steps.SECRET_FILE).hex()
-    cache_dir = args.cache_dir or settings.home / CACHE_FOLDER
-    plan = EdgePlan(
-        listen=args.listen,
-        upstreams=tuple(args.upstream or [DEFAULT_UPSTREAM]),
-        cache_dir=Path(cache_dir).absolute(),
-        credential=credential,
-        lanes=tuple(args.lane or ()),
-    )
-    try:
-        text = edge_config(plan)
-    except ValueError as error:
-        raise UsageError(str(error)) from error
-    sys.stdout.write(text)
+    sys.stdout.write(edge_config(dataclasses.replace(plan, credential=credential)))
     sys.stdout.flush()
     return 0
+
+
+def address(text: str) -> str:
+    """An argparse type: ``HOST:PORT``, or a usage error (exit 2, naming the command)."""
+    from gateway.edge.config import check_address
+
+    try:
+        return check_address(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def add_edge_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -173,17 +185,22 @@ def add_edge_command(subparsers: argparse._SubParsersAction) -> None:  # type: i
         "config", help="print the edge's nginx configuration (it holds the edge's credential)"
     )
     config.add_argument(
-        "--listen", default=DEFAULT_LISTEN, help=f"HOST:PORT the edge listens on ({DEFAULT_LISTEN})"
+        "--listen",
+        type=address,
+        default=DEFAULT_LISTEN,
+        help=f"HOST:PORT the edge listens on ({DEFAULT_LISTEN})",
     )
     config.add_argument(
         "--upstream",
         action="append",
+        type=address,
         metavar="HOST:PORT",
         help=f"a gateway; repeat for each ({DEFAULT_UPSTREAM} when none is given)",
     )
     config.add_argument(
         "--lane",
         action="append",
+        type=address,
         metavar="HOST:PORT",
         help="a gateway's auth lane (its FXEV_EDGE_LANE); repeat for each (none by default:"
         " every auth step goes to the gateways' Sanic route)",

@@ -28,11 +28,15 @@ COMMANDS = "tokens.commands"
 
 
 def parse_expires(raw: str) -> date:
-    """``--expires YYYY-MM-DD``; anything else is an argparse error."""
+    """``--expires YYYY-MM-DD``; anything else is an argparse error, and so is the last date a
+    date can hold, whose end (the next Lima midnight) cannot be named."""
     try:
-        return iso_date(raw)
+        day = iso_date(raw)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {raw!r}") from None
+    if day == date.max:
+        raise argparse.ArgumentTypeError(f"expected a date before {date.max.isoformat()}")
+    return day
 
 
 def add_token_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

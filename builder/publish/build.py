@@ -115,6 +115,12 @@ class Builder:
             self.check_owner()  # again: a rebuild may have swapped the site in meanwhile
             return self._build_locked()
 
+    def check_key(self) -> None:
+        """Refuse a home whose log key (or origin) is not the one the tree's log is signed with
+        (:meth:`builder.publish.log.LogWriter.check_key`), as the build would."""
+        if self.log is not None:
+            LogWriter(self.tree, self.log).check_key(self.registry.registry_id())
+
     def check_owner(self) -> None:
         """Refuse a site whose tree was rendered from another registry than this one."""
         self.registry_id = self.registry.registry_id()

@@ -67,10 +67,9 @@ def check_address(text: str) -> str:
     return text
 
 
-def edge_config(plan: EdgePlan) -> str:
-    """The configuration text (ends with a newline)."""
-    if not re.fullmatch(r"[0-9a-f]{64}", plan.credential):
-        raise ValueError("the edge credential must be 64 hex digits")
+def check_plan(plan: EdgePlan) -> None:
+    """ValueError, naming the first, if an address or the cache folder cannot be used (the
+    credential aside)."""
     for address in (plan.listen, *plan.upstreams, *plan.lanes):
         check_address(address)
     if not plan.upstreams:
@@ -78,6 +77,14 @@ def edge_config(plan: EdgePlan) -> str:
     cache_dir = str(plan.cache_dir)
     if not plan.cache_dir.is_absolute() or any(c in cache_dir for c in " ;{}'\"\\$#"):
         raise ValueError(f"the cache folder must be an absolute plain path: {cache_dir!r}")
+
+
+def edge_config(plan: EdgePlan) -> str:
+    """The configuration text (ends with a newline)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", plan.credential):
+        raise ValueError("the edge credential must be 64 hex digits")
+    check_plan(plan)
+    cache_dir = str(plan.cache_dir)
     servers = "\n".join(
         f"        server {address} max_fails=1 fail_timeout=5s;" for address in plan.upstreams
     )

@@ -104,3 +104,29 @@ def test_a_tick_on_a_site_of_another_registry_captures_nothing(tmp_path: Path) -
         assert "none yet" in refused.stderr
         assert not (tmp_path / "c").exists()
         assert text.requests == 2
+
+
+def test_a_tick_whose_build_would_refuse_the_log_key_captures_nothing(tmp_path: Path) -> None:
+    """DECISIONS 3: an error changes nothing. A home whose log origin is not the published
+    log's (FXEV_LOG_ORIGIN set for the first build, then unset) is refused by the build; the
+    tick captured first, committed a revision, then failed, its captures never printed."""
+    text = LocalServer(TEXT, headers={"Content-Type": "text/plain"})
+    with text:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FXEV_")} | {
+            "FXEV_HOME": str(tmp_path / "home"),
+            "FXEV_SITE": str(tmp_path / "site"),
+            "FXEV_NOW": NOW,
+            "FXEV_TAXAUTH_URL": text.url,
+            "FXEV_SOURCES": "taxauth_txt",
+            "PYTHONPATH": str(ROOT),
+        }
+        assert tick(env | {"FXEV_LOG_ORIGIN": "example.org/fxev"})["build"]["published_revision"]
+        registry = tmp_path / "home" / "registry.sqlite"
+        before = registry.read_bytes()
+        refused = run_tick(env)
+        assert refused.returncode == 1, refused
+        assert len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "example.org/fxev" in refused.stderr and "refusing to sign" in refused.stderr
+        assert refused.stdout == ""
+        assert registry.read_bytes() == before
+        assert text.requests == 1  # the refused tick asked no source

@@ -54,6 +54,44 @@ def test_the_credential_is_made_once_kept_private_and_printed_only_in_the_config
     assert run_fxev(env, "edge", "config", "--listen", "nowhere").returncode != 0
 
 
+BAD_PLANS = {
+    "listen": (("--listen", "nowhere"), 2, "not HOST:PORT"),
+    "upstream": (("--upstream", "127.0.0.1:0"), 2, "not HOST:PORT"),
+    "lane": (("--lane", "127.0.0.1"), 2, "not HOST:PORT"),
+    "cache folder": (("--cache-dir", "/tmp/a b"), 1, "absolute plain path"),
+}
+
+
+def refuses_unchanged(env: dict[str, str], args: tuple[str, ...], code: int, why: str) -> None:
+    done = run_fxev(env, "edge", "config", *args)
+    assert done.returncode == code and done.stdout == "", done
+    [line] = done.stderr.strip().splitlines()
+    assert why in line and "edge config" in line, line
+
+
+def test_a_plan_that_cannot_be_used_is_refused_before_the_credential_is_made(
+    tmp_path: Path,
+) -> None:
+    """DECISIONS 3: an error changes nothing. A bad address or cache folder made the
+    credential first, then was refused (an address exit 1, where a usage error is exit 2)."""
+    env = home_env(tmp_path)
+    issue_token(env, "someone")
+    for args, code, why in BAD_PLANS.values():
+        refuses_unchanged(env, args, code, why)
+        assert not (tmp_path / "home" / steps.SECRET_FILE).exists()
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        fleet = env | {"FXEV_REDIS_URL": server.url}
+        for args, code, why in BAD_PLANS.values():
+            refuses_unchanged(fleet, args, code, why)
+        client = server.client()
+        assert client.exists(EDGE_SECRET_KEY) == 0
+        client.close()
+    finally:
+        server.stop()
+
+
 def test_in_fleet_mode_the_credential_is_the_one_in_redis(tmp_path: Path) -> None:
     server = RedisServer(tmp_path / "redis")
     server.start()

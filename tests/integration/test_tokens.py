@@ -399,12 +399,20 @@ def test_cli_expiry_is_judged_by_the_real_clock_not_fxev_now(home: Path) -> None
         run_cli(["token", "issue", "acme", "--expires", yesterday.isoformat()], home)
 
 
-@pytest.mark.parametrize("value", ["2026-02-30", "20260920", "2026-W38-1", "tomorrow", ""])
+@pytest.mark.parametrize(
+    "value", ["2026-02-30", "20260920", "2026-W38-1", "tomorrow", "", "9999-12-31"]
+)
 def test_cli_rejects_a_bad_expires_value_as_a_usage_error(
     home: Path, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The last date a date can hold was a traceback (its end, the next midnight, overflows)."""
     with pytest.raises(SystemExit) as exited:
         run_cli(["token", "issue", "acme", "--expires", value], home)
     assert exited.value.code == 2
-    assert "YYYY-MM-DD" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "YYYY-MM-DD" in err or "before 9999-12-31" in err, err
     assert not (home / TOKENS_FILE).exists()
+
+
+def test_cli_issues_a_token_that_expires_on_the_last_nameable_day(home: Path) -> None:
+    assert run_cli(["token", "issue", "acme", "--expires", "9999-12-30"], home) == 0
