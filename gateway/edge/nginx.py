@@ -306,14 +306,18 @@ CACHED = """\
             proxy_ignore_headers Cache-Control Expires Set-Cookie X-Accel-Expires
                                  X-Accel-Redirect X-Accel-Limit-Rate X-Accel-Buffering
                                  X-Accel-Charset;
-            proxy_next_upstream error timeout http_502 http_503 http_504;
+            # Not on 503: a gateway that answers is up. Its 503 (the answer changed since the auth
+            # step, as when the step's gateway died a publish ago) would count as its failure
+            # (max_fails=1), and beside a dead gateway leave no gateway for 5 s.
+            proxy_next_upstream error timeout http_502 http_504;
             # A cache fill: admitted and recorded by the auth step; sent only with that ETag.
             proxy_set_header X-Fxev-Edge @@CREDENTIAL@@;
             proxy_set_header X-Fxev-Admitted $fxev_request_id;
             proxy_set_header X-Fxev-Expect "$fxev_etag $fxev_cors";
             proxy_set_header X-Fxev-Answer "";
             proxy_set_header X-Original-URI "";
-            proxy_set_header X-Original-Method "";
+            # The client's method (a fill is a GET): a refused fill is recorded under it.
+            proxy_set_header X-Original-Method $request_method;
             # Every answer has the auth step's request id, the one the ledger holds.
             proxy_hide_header X-Request-Id;
             add_header X-Request-Id $fxev_request_id always;

@@ -27,7 +27,10 @@ The cache fill (the original request, with ``X-Fxev-Admitted`` and ``X-Fxev-Expe
     nor counted again, nor recorded; answered only if its ETag and its CORS headers are still
     those the auth step named (``X-Fxev-Expect``: the ETag, a space, ``X-Fxev-Cors``), else a
     retryable 503, which the edge does not cache: a gateway whose FXEV_CORS_ORIGINS differs
-    from the auth step's (a rolling change) never fills an entry under the other's key.
+    from the auth step's (a rolling change) never fills an entry under the other's key. That
+    503 is what the client gets in place of the answer its auth step recorded, so it is recorded
+    in turn, superseding it (:func:`gateway.handlers.ledgering.recorded`), under the client's
+    method (``X-Original-Method``: a fill is a GET, also for a HEAD).
 A client's request the edge passes on (``X-Fxev-Passed``, the credential)
     Answered as a direct request, but that its head may be longer than a client's
     (:func:`came_through`): the edge has refused a head over the limit, and adds headers.
@@ -203,6 +206,11 @@ def auth_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
         }
         return BytesResponse(b"", status=200, headers=headers)
     return BytesResponse(b"", status=401, headers={ANSWER: pack(response)})
+
+
+def fill_method(request: Request) -> str:
+    """The method of the client's request a cache fill is for (GET or HEAD)."""
+    return "HEAD" if request.headers.getone("x-original-method", "GET") == "HEAD" else "GET"
 
 
 def fill_answer(request: Request, response: HTTPResponse) -> HTTPResponse:

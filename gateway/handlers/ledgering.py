@@ -123,15 +123,39 @@ async def recorded(request: Request, response: HTTPResponse) -> HTTPResponse:
     """``response`` once the ledger holds it on disk (docs/decisions.md#ledger), when the request
     carried a valid token; a 503 instead when the ledger cannot be written. For the edge
     (:mod:`gateway.edge.steps`): its auth step is recorded like the request it stands for, then
-    answered in the edge's form; a cache fill, recorded by its auth step, is not recorded again."""
+    answered in the edge's form; a cache fill, recorded by its auth step, is not recorded again,
+    unless it is refused (:func:`record_refused_fill`)."""
     asked = getattr(request.ctx, "edge", None)
     if asked is None:
         return await record(request, response)
     if asked == steps.AUTH:
         return steps.auth_answer(request, await record(request, response))
     if asked == steps.FILL:
-        return steps.fill_answer(request, response)
+        answer = steps.fill_answer(request, response)
+        if answer is not response:
+            await record_refused_fill(request, answer)
+        return answer
     return response  # a replay: counted and recorded by its auth step
+
+
+async def record_refused_fill(request: Request, answer: HTTPResponse) -> None:
+    """A cache fill refused (the answer changed since its auth step): the client gets this 503,
+    not the answer the step recorded under the same request id, so it is recorded marked
+    ``"supersedes": true``, and readers show it instead (docs/operating/ledger.md#failed). When
+    it cannot be recorded, it is sent all the same."""
+    ledger: Ledger | None = request.app.ctx.ledger
+    if ledger is None:
+        return
+    try:
+        token = await ledger_token(request)
+        if token is None:  # revoked since its auth step: the step's entry stays
+            return
+        entry = ledger_entry(request, answer, token)
+        if steps.fill_method(request) == "HEAD":
+            entry.method, entry.sha256, entry.bytes = "HEAD", EMPTY_SHA256, 0
+        await ledger.append(entry, supersedes=True)
+    except Exception:
+        error_logger.exception("the refused fill of %s was not recorded", request.path)
 
 
 async def record(request: Request, response: HTTPResponse) -> HTTPResponse:
