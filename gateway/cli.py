@@ -55,9 +55,11 @@ def add_serve_command(
 ) -> None:
     serve = subparsers.add_parser("serve", help="run the HTTP gateway over the published tree")
     serve.set_defaults(require_published=require_published)
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=port_number, default=8000, help="port to listen on")
-    serve.add_argument("--workers", type=count_of_at_least_one, default=2, help="worker processes")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=port_number, default=8000, help="port to listen on (8000)")
+    serve.add_argument(
+        "--workers", type=count_of_at_least_one, default=2, help="worker processes (2)"
+    )
     serve.set_defaults(handler=cmd_serve)
 
 

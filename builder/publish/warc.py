@@ -201,8 +201,8 @@ def export_warc(registry: Registry, blobs: BlobStore, path: Path) -> ExportSumma
     """
     try:
         return _export_warc(registry, blobs, path)
-    except OSError as error:
-        raise ExportWriteError(str(error)) from error
+    except OSError as error:  # named by the file asked for, not the temporary one beside it
+        raise ExportWriteError(f"cannot write {str(path)!r}: {error.strerror or error}") from error
 
 
 def _export_warc(registry: Registry, blobs: BlobStore, path: Path) -> ExportSummary:

@@ -163,11 +163,21 @@ def test_cli_refuses_an_unwritable_destination(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """One line naming the file asked for: a path under a plain file read "File exists", and a
+    folder that cannot be written named the temporary file; a missing folder was made."""
     monkeypatch.setenv("FXEV_HOME", str(home))
     blocker = tmp_path / "file"
     blocker.write_bytes(b"")
-    assert cli.main(["export", "warc", str(blocker / "out.warc")]) == 1
-    assert capsys.readouterr().err.startswith("fxev: export warc:")
+    for target, why in (
+        (blocker / "out.warc", "no folder"),
+        (tmp_path / "nowhere" / "out.warc", "no folder"),
+        (Path("/proc/out.warc"), "cannot write '/proc/out.warc'"),
+    ):
+        assert cli.main(["export", "warc", str(target)]) == 1
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith("fxev: export warc: ") and why in line, line
+        assert ".tmp" not in line and "File exists" not in line, line
+    assert not (tmp_path / "nowhere").exists()
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo", "empty"])
