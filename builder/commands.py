@@ -187,7 +187,8 @@ def cmd_export_warc(args: argparse.Namespace, settings: Settings) -> int:
     if not args.file.strip() or target.is_dir() or (target.exists() and not target.is_file()):
         raise UsageError(f"export warc writes a regular file; {args.file!r} is not one")
     if not target.absolute().parent.is_dir():  # made by nobody but the operator
-        raise UsageError(f"export warc: no folder {str(target.parent)!r} to write {args.file!r} in")
+        folder = str(target.parent)
+        raise UsageError(f"export warc: {folder!r} is not a folder to write {args.file!r} in")
     require_registry(settings)
     with open_stores(settings) as stores:
         summary = export_warc(stores.registry, stores.blobs, Path(args.file))

@@ -6,6 +6,7 @@ edge's nginx configuration (:mod:`gateway.edge.config`)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,10 +56,12 @@ def add_serve_command(
 ) -> None:
     serve = subparsers.add_parser("serve", help="run the HTTP gateway over the published tree")
     serve.set_defaults(require_published=require_published)
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    serve.add_argument("--port", type=port_number, default=8000, help="port to listen on (8000)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (%(default)s)")
     serve.add_argument(
-        "--workers", type=count_of_at_least_one, default=2, help="worker processes (2)"
+        "--port", type=port_number, default=8000, help="port to listen on (%(default)s)"
+    )
+    serve.add_argument(
+        "--workers", type=count_of_at_least_one, default=2, help="worker processes (%(default)s)"
     )
     serve.set_defaults(handler=cmd_serve)
 
@@ -131,8 +134,6 @@ def add_ledger_command(subparsers: argparse._SubParsersAction) -> None:  # type:
 
 
 def cmd_edge_config(args: argparse.Namespace, settings: Settings) -> int:
-    import dataclasses
-
     from builder.core.errors import UsageError
     from builder.disk.durable import read_or_create_secret
     from gateway.edge import steps

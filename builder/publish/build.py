@@ -169,6 +169,7 @@ class Builder:
             return self._render_and_publish(head, published, done, previous, log)
         finally:
             self.registry.row_check = None
+            self.rows.clear()  # those of revisions a failed build did not render
 
     def _render_and_publish(
         self,
@@ -205,9 +206,10 @@ class Builder:
         explorer = ExplorerWriter(self.tree, self.registry)
         drawn = explorer.prepare(head.revision)
         # The log's tiles and the checkpoint of the head: in place before the pointer names it.
-        signed = log is not None and extension is not None
-        if signed:
+        signed = False
+        if log is not None and extension is not None:
             log.commit(extension)
+            signed = True
         if head.revision != published:
             faults.crash_point("build_before_pointer")
             self.tree.publish(head.revision, sorted(tags))
@@ -299,7 +301,13 @@ class Builder:
 
     def render_evidence(self, record: Evidence, number: int) -> EvidenceMeta:
         """Store the evidence bytes; its metadata goes into the revision's record."""
-        data = self.blobs.read(record.sha256)
+        try:
+            data = self.blobs.read(record.sha256)
+        except FileNotFoundError:
+            raise IntegrityError(
+                f"evidence {record.id}: its blob sha256:{record.sha256} is missing from the"
+                f" home ({self.blobs.path(record.sha256)}); fxev registry verify lists every one"
+            ) from None
         stored = self.tree.objects.put(data)
         if stored != record.sha256:
             raise IntegrityError(

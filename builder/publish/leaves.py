@@ -18,6 +18,8 @@ from builder.registry.store import Registry
 from builder.render import api as render
 from builder.tlog.leaf import Leaf, row_hash
 
+Rows = dict[str, list[Any]]  # the rows a revision wrote, by table name
+
 SERVED: dict[str, Callable[[Any], dict[str, Any]]] = {
     "observations": render.observation_record,
     "events": render.event_record,
@@ -42,9 +44,6 @@ def leaf_of(meta: Revision, touched: Mapping[str, Sequence[Any]]) -> Leaf:
     return Leaf(meta.revision, meta.ts_commit, meta.hash, rows)
 
 
-Rows = dict[str, list[Any]]  # the rows a revision wrote, by table name
-
-
 def revision_rows(registry: Registry, number: int) -> tuple[Revision, Rows]:
     """Revision ``number`` of the registry and the rows it wrote, by table name."""
     meta = registry.revision(number)
@@ -54,4 +53,5 @@ def revision_rows(registry: Registry, number: int) -> tuple[Revision, Rows]:
 
 
 def revision_leaf(registry: Registry, number: int) -> Leaf:
+    """Revision ``number``'s leaf, from the registry's rows."""
     return leaf_of(*revision_rows(registry, number))

@@ -104,6 +104,7 @@ class Extension:
     files: dict[tiles.Tile, bytes]  # the tiles and entry bundles to write
     rows: dict[int, bytes]  # the row lists published beside their leaves, by revision
     origin: str
+    seen: str | None  # log.signed as the check read it (None: missing, or no key yet)
 
 
 class LogWriter:
@@ -158,12 +159,22 @@ class LogWriter:
             hashes.append(merkle.leaf_hash(encoded))
         edge, files = tiles.append(edge, data, hashes)
         origin = self.signer.origin or logkey.default_origin(registry_id)
-        extension = Extension(head, start, edge.root(), files, rows, origin)
-        self._check_signed_before(extension)
-        return extension
+        root = edge.root()
+        seen = self._check_signed_before(head, root, files, origin)
+        return Extension(head, start, root, files, rows, origin, seen)
 
     def commit(self, extension: Extension) -> None:
-        """Write the extension's row lists and tiles, and sign its size."""
+        """Write the extension's row lists and tiles, and sign its size: checked again first
+        if ``log.signed`` changed since :meth:`prepare` (another build of this home signed
+        meanwhile, on another site)."""
+        if logkey.last_signed(self.signer.home) != extension.seen:
+            size, root, files, origin = (
+                extension.size,
+                extension.root,
+                extension.files,
+                extension.origin,
+            )
+            self._check_signed_before(size, root, files, origin)
         for number, listed in extension.rows.items():
             self._write(f"{ROWS}/{number}", listed)
         for tile, content in extension.files.items():
@@ -222,12 +233,18 @@ class LogWriter:
                 pass
         return 0, tiles.Edge.empty()
 
-    def _check_signed_before(self, extension: Extension) -> None:
-        """Refuse an extension that does not extend every checkpoint the key signed, as far as
-        ``log.signed`` and the published logs tell."""
+    def _check_signed_before(
+        self, size: int, root: bytes, files: dict[tiles.Tile, bytes], origin: str
+    ) -> str | None:
+        """Refuse a tree of ``size`` and ``root`` (``files`` over the tree's tiles) that does not
+        extend every checkpoint the key signed, as far as ``log.signed`` and the published logs
+        tell; ``log.signed`` as read. A home without a key is not checked, and no key is made
+        here (a build that fails before it signs leaves none): the key made to sign has signed
+        nothing."""
         home = self.signer.home
-        logkey.load_or_create(home)
-        key = logkey.verifier_key(home, extension.origin)
+        if not (home / logkey.KEY_FILE).exists():
+            return None
+        key = logkey.verifier_key(home, origin)
         remembered = logkey.last_signed(home)
         published = self._published_under(key)
         if remembered is None and not published:
@@ -241,14 +258,14 @@ class LogWriter:
         signed_before = published
         if remembered not in (None, logkey.NOTHING_SIGNED):
             signed_before = [self._opened(remembered, key), *published]
-        files = extension.files
 
-        def read_tile(tile: tiles.Tile) -> bytes:  # the extension's tiles over the tree's
+        def read_tile(tile: tiles.Tile) -> bytes:  # the new tiles over the tree's
             return files[tile] if tile in files else self.reader.read_tile(tile)
 
-        read = tiles.tile_reader(extension.size, read_tile)
+        read = tiles.tile_reader(size, read_tile)
         for last in dict.fromkeys(signed_before):  # each once: the same one, as a rule
-            self._check_extends(last, extension.size, extension.root, read)
+            self._check_extends(last, size, root, read)
+        return remembered
 
     def _sign(self, extension: Extension) -> note.VerifierKey:
         """Sign the checkpoint of the extension's size (checked by :meth:`prepare`); the key."""

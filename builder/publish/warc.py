@@ -201,8 +201,12 @@ def export_warc(registry: Registry, blobs: BlobStore, path: Path) -> ExportSumma
     """
     try:
         return _export_warc(registry, blobs, path)
-    except OSError as error:  # named by the file asked for, not the temporary one beside it
-        raise ExportWriteError(f"cannot write {str(path)!r}: {error.strerror or error}") from error
+    except OSError as error:
+        beside = error.filename is not None and Path(error.filename).name.startswith(".tmp-")
+        if error.filename is None or beside:  # named by the file asked for, not its temporary
+            why = error.strerror or error
+            raise ExportWriteError(f"cannot write {str(path)!r}: {why}") from error
+        raise ExportWriteError(str(error)) from error  # another file (a blob): named as it is
 
 
 def _export_warc(registry: Registry, blobs: BlobStore, path: Path) -> ExportSummary:

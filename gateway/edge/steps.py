@@ -29,8 +29,8 @@ The cache fill (the original request, with ``X-Fxev-Admitted`` and ``X-Fxev-Expe
     retryable 503, which the edge does not cache: a gateway whose FXEV_CORS_ORIGINS differs
     from the auth step's (a rolling change) never fills an entry under the other's key. That
     503 is what the client gets in place of the answer its auth step recorded, so it is recorded
-    in turn, superseding it (:func:`gateway.handlers.ledgering.recorded`), under the client's
-    method (``X-Original-Method``: a fill is a GET, also for a HEAD).
+    in turn, superseding it (:func:`gateway.handlers.ledgering.record_refused_fill`), under the
+    client's method (``X-Original-Method``: a fill is a GET, also for a HEAD).
 A client's request the edge passes on (``X-Fxev-Passed``, the credential)
     Answered as a direct request, but that its head may be longer than a client's
     (:func:`came_through`): the edge has refused a head over the limit, and adds headers.
@@ -210,7 +210,7 @@ def auth_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
 
 def fill_method(request: Request) -> str:
     """The method of the client's request a cache fill is for (GET or HEAD)."""
-    return "HEAD" if request.headers.getone("x-original-method", "GET") == "HEAD" else "GET"
+    return "HEAD" if request.headers.getone("x-original-method", "").upper() == "HEAD" else "GET"
 
 
 def fill_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
@@ -221,6 +221,7 @@ def fill_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
         if f"{response.headers['etag']} {cors}" == expected:
             return response
     error = NotReady("The answer changed since it was authorised; retry.")
+    request.ctx.body_request_id = request.ctx.x_request_id  # this body's, not the route's
     body = error.body(request.ctx.x_request_id)
     headers = {
         "X-Request-Id": request.ctx.x_request_id,

@@ -100,9 +100,14 @@ def sent_digest(request: Request, sent: bytes) -> str:
     return hashlib.sha256(sent).hexdigest()
 
 
-def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -> LedgerEntry:
+def ledger_entry(
+    request: Request, response: HTTPResponse, token: TokenRecord, method: str | None = None
+) -> LedgerEntry:
+    """The entry of ``response`` to ``request``; ``method``: the client's, when the request is
+    not it (a cache fill, always a GET, for a client's HEAD)."""
     body = response.body or b""
-    sent = b"" if request.method == "HEAD" or response.status == 304 else body
+    head = (method or request.method) == "HEAD"
+    sent = b"" if head or response.status == 304 else body
     return LedgerEntry(
         ts=utc_now_text(),
         x_request_id=x_request_id(request),
@@ -112,7 +117,7 @@ def ledger_entry(request: Request, response: HTTPResponse, token: TokenRecord) -
         etag=response.headers.get("etag"),
         token_id=token.id,
         token_name=token.name,
-        method=getattr(request.ctx, "method_sent", None) or request.method,
+        method=method or getattr(request.ctx, "method_sent", None) or request.method,
         path=request.path,
         query=request.query_string,
         status=response.status,
@@ -140,22 +145,36 @@ async def recorded(request: Request, response: HTTPResponse) -> HTTPResponse:
 
 async def record_refused_fill(request: Request, answer: HTTPResponse) -> None:
     """A cache fill refused (the answer changed since its auth step): the client gets this 503,
-    not the answer the step recorded under the same request id, so it is recorded marked
-    ``"supersedes": true``, and readers show it instead (docs/operating/ledger.md#failed). When
-    it cannot be recorded, it is sent all the same."""
+    not the answer the step recorded under the same request id, so it is recorded superseding
+    that one (:func:`record_superseding`). Only while the token is valid: one revoked or expired
+    since the step, or in fleet mode a Redis that cannot be reached, leaves the step's entry
+    (docs/operating/edge.md#limits)."""
     ledger: Ledger | None = request.app.ctx.ledger
     if ledger is None:
         return
     try:
         token = await ledger_token(request)
-        if token is None:  # revoked since its auth step: the step's entry stays
-            return
-        entry = ledger_entry(request, answer, token)
-        if steps.fill_method(request) == "HEAD":
-            entry.method, entry.sha256, entry.bytes = "HEAD", EMPTY_SHA256, 0
-        await ledger.append(entry, supersedes=True)
-    except Exception:
-        error_logger.exception("the refused fill of %s was not recorded", request.path)
+    except NotReady as error:
+        error_logger.error("the refused fill of %s is not recorded: %s", request.path, error)
+        return
+    if token is not None:
+        await record_superseding(request, ledger, answer, token, steps.fill_method(request))
+
+
+async def record_superseding(
+    request: Request,
+    ledger: Ledger,
+    answer: HTTPResponse,
+    token: TokenRecord,
+    method: str | None = None,
+) -> None:
+    """Record ``answer``, a 503 sent in place of an answer already recorded (or that may be),
+    marked ``"supersedes": true``: readers show it instead (docs/operating/ledger.md#failed).
+    When it cannot be recorded, it is sent all the same."""
+    try:
+        await ledger.append(ledger_entry(request, answer, token, method), supersedes=True)
+    except LedgerUnavailable as failure:
+        error_logger.error("%s; the 503 is not recorded", failure)
 
 
 async def record(request: Request, response: HTTPResponse) -> HTTPResponse:
@@ -193,8 +212,5 @@ async def unavailable(request: Request, ledger: Ledger, token: TokenRecord | Non
     error = NotReady("The request ledger is unavailable.")
     response = send(request, error.body(x_request_id(request)), status=error.status)
     if token is not None:
-        try:
-            await ledger.append(ledger_entry(request, response, token), supersedes=True)
-        except LedgerUnavailable as failure:
-            error_logger.error("%s; the 503 is not recorded", failure)
+        await record_superseding(request, ledger, response, token)
     return response

@@ -42,7 +42,8 @@ def read_entries(folder: Path) -> Iterator[dict[str, Any]]:
 def shown(entries: Iterable[dict[str, Any]], wanted: str | None = None) -> list[dict[str, Any]]:
     """The entries a reader shows (those whose ``x_request_id`` or body ``request_id`` is
     ``wanted``, if given): an entry marked ``"supersedes": true`` (the 503 sent when the ledger
-    failed) hides every other entry of its ``x_request_id``, which never left."""
+    failed, or when the edge's cache fill was refused) hides every other entry of its
+    ``x_request_id``, which never left."""
     found, superseded = [], set()
     for entry in entries:
         if entry.get("supersedes") is True:

@@ -178,9 +178,9 @@ class Ledger:
     def append(self, entry: LedgerEntry, supersedes: bool = False) -> asyncio.Future[None]:
         """Record ``entry``: a future done once it is on disk, or failed with
         :class:`LedgerUnavailable` (a plain function returning the batch's future: no
-        coroutine per response). ``supersedes``: the entry of a 503 sent because the ledger
-        failed, marked so that readers show it instead of any earlier entry of its
-        ``x_request_id``."""
+        coroutine per response). ``supersedes``: the entry of a 503 sent in place of an answer
+        that did not leave (the ledger failed, or the edge's cache fill was refused), marked so
+        that readers show it instead of any earlier entry of its ``x_request_id``."""
         loop = self._loop
         if loop is None or loop.is_closed():  # (a test may run several loops in turn)
             loop = asyncio.get_running_loop()

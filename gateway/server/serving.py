@@ -82,7 +82,7 @@ def serve_factory(
         app.main_process_stop(lambda app: shipper.stop())  # after the workers were joined
     try:
         Sanic.serve(primary=app, app_loader=loader)
-    except STATE_ERRORS as error:
+    except (BrokenPipeError, EOFError) as error:  # a manager's pipe, not a listener's socket
         # The state process died where the monitor loop does not ask it: the manager's join of
         # its workers, once they were killed together with it, or any step of a shutdown.
         Supervisor.report_state_lost(error)

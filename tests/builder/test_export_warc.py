@@ -169,8 +169,8 @@ def test_cli_refuses_an_unwritable_destination(
     blocker = tmp_path / "file"
     blocker.write_bytes(b"")
     for target, why in (
-        (blocker / "out.warc", "no folder"),
-        (tmp_path / "nowhere" / "out.warc", "no folder"),
+        (blocker / "out.warc", "is not a folder"),
+        (tmp_path / "nowhere" / "out.warc", "is not a folder"),
         (Path("/proc/out.warc"), "cannot write '/proc/out.warc'"),
     ):
         assert cli.main(["export", "warc", str(target)]) == 1

@@ -401,3 +401,22 @@ def test_a_new_key_starts_with_an_empty_record(tmp_path: Path) -> None:
     assert fxev(env, "build").returncode == 0
     assert vkey(env) == printed
     assert (home / "log.signed").read_text() == (tmp_path / "site_out/log/checkpoint").read_text()
+
+
+def test_a_build_that_fails_before_it_signs_makes_no_key(tmp_path: Path) -> None:
+    """DECISIONS 3: an error is one line and changes nothing. The log's check runs before the
+    build renders, but a home without a key is not checked, and none is made for it: a build
+    that then fails (here a blob gone from the home, which ended in a traceback) leaves no
+    `log.key` or `log.signed` behind."""
+    env = env_for(tmp_path)
+    seed(env, tmp_path, CSVS)
+    home = tmp_path / "var"
+    blobs = [path for path in (home / "evidence").rglob("*") if path.is_file()]
+    assert blobs
+    for blob in blobs:
+        blob.unlink()
+    refused = fxev(env, "build")
+    assert refused.returncode == 1, refused
+    assert len(refused.stderr.splitlines()) == 1, refused.stderr  # was a traceback
+    assert "is missing" in refused.stderr and "registry verify" in refused.stderr
+    assert not (home / "log.key").exists() and not (home / "log.signed").exists()

@@ -136,6 +136,7 @@ def test_a_refused_fill_is_what_the_ledger_shows_for_its_request(crossed: Crosse
         assert (entry["status"], entry["method"]) == (503, "GET"), entry
         assert entry["sha256"] == hashlib.sha256(resp.content).hexdigest()
         assert entry["supersedes"] is True
+        assert entry["request_id"] == body["request_id"], entry  # the 503's, not the route's
     # Without the origin the two agree: filled, then served from the cache.
     path = crossed.miss()
     answers = [crossed.get(path, token) for _ in range(2)]
