@@ -37,10 +37,10 @@ from builder.core.console import emit, require
 from builder.core.errors import UsageError
 from builder.core.settings import Settings
 from builder.core.vocabulary import CENTRALBANK, TAXAUTH_TXT
-from builder.publish.build import Builder, check_site_owner
+from builder.publish.build import Builder
 from builder.publish.logcli import log_signer
 from builder.publish.warc import export_warc
-from builder.publish.writer import TreeWriter
+from builder.publish.writer import TreeWriter, check_site_owner
 from builder.registry.store import REGISTRY_FILE
 from builder.registry.verify import verify_registry
 from builder.store.commands import run_mirror, run_publish

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
-from builder.core.errors import Conflict, IntegrityError
+from builder.core.errors import IntegrityError
 from builder.core.vocabulary import ALWAYS_SERVED, CURRENCY, FAILURE_TYPES, cache_tag
 from builder.disk import faults
 from builder.disk.blobs import BlobStore
@@ -36,7 +35,7 @@ from builder.publish import sitelock, swap
 from builder.publish.explorer import ExplorerWriter
 from builder.publish.leaves import Rows, leaf_of, revision_leaf, revision_rows
 from builder.publish.log import LogSigner, LogWriter
-from builder.publish.writer import TreeWriter
+from builder.publish.writer import TreeWriter, check_site_owner
 from builder.registry.records import (
     Annotation,
     Cotejo,
@@ -69,20 +68,6 @@ class BuildResult:
             "first_built": self.built[0] if self.built else None,
             "invalidated_tags": list(self.invalidated_tags),
         }
-
-
-def check_site_owner(tree: TreeWriter, registry_id: str | None, registry_path: Path) -> None:
-    """Refuse a site whose tree was rendered from another registry than ``registry_id`` (None:
-    one with no revision yet, or none at ``registry_path``: a command checks that before it
-    opens the stores, so that its refusal makes no home, DECISIONS 3)."""
-    held, owner = tree.owner()
-    if held and owner != registry_id:
-        theirs = owner or "none (built before registry ids)"
-        ours = registry_id or "none yet (no revision)"
-        raise Conflict(
-            f"{tree.site} holds a tree of registry {theirs}, not of this registry {ours}"
-            f" ({registry_path}); fxev build --rebuild renders a fresh tree in its place"
-        )
 
 
 class Builder:
@@ -179,18 +164,13 @@ class Builder:
         previous: RevisionRoot,
         log: LogWriter | None,
     ) -> BuildResult:
-        # The log's leaves, checked against what the key signed before anything is rendered
-        # (builder.publish.log).
-        extension = (
-            None
-            if log is None
-            else log.prepare(
-                head.revision,
-                published or 0,
-                self.registry_id,
-                lambda number: self.leaf(number, keep_rows=number > done),
-            )
-        )
+        extension = None
+        if log is not None:  # the log's leaves, checked before anything is rendered
+
+            def leaf(number: int) -> Leaf:  # the rows of a revision to render kept for it
+                return self.leaf(number, keep_rows=number > done)
+
+            extension = log.prepare(head.revision, published or 0, self.registry_id, leaf)
         built: list[int] = []
         tags: set[str] = set()
         for number in range(done + 1, head.revision + 1):

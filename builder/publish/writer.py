@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from builder.core.errors import Conflict
 from builder.disk.blobs import BlobStore
 from builder.disk.durable import link_durably, mark_durably, replace_durably, write_once
 from builder.publish.revlog import RevisionLogWriter
@@ -99,3 +100,17 @@ class TreeWriter(TreeReader):
     def link_evidence(self, evidence_id: str, revision: int) -> None:
         """Point ``evidence/<id>.json`` at the revision whose record holds its metadata."""
         link_durably(self.evidence_path(evidence_id), str(revision))
+
+
+def check_site_owner(tree: TreeWriter, registry_id: str | None, registry_path: Path) -> None:
+    """Refuse a site whose tree was rendered from another registry than ``registry_id`` (None:
+    one with no revision yet, or none at ``registry_path``: a command checks that before it
+    opens the stores, so that its refusal makes no home, DECISIONS 3)."""
+    held, owner = tree.owner()
+    if held and owner != registry_id:
+        theirs = owner or "none (built before registry ids)"
+        ours = registry_id or "none yet (no revision)"
+        raise Conflict(
+            f"{tree.site} holds a tree of registry {theirs}, not of this registry {ours}"
+            f" ({registry_path}); fxev build --rebuild renders a fresh tree in its place"
+        )
