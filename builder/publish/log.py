@@ -168,13 +168,8 @@ class LogWriter:
         if ``log.signed`` changed since :meth:`prepare` (another build of this home signed
         meanwhile, on another site)."""
         if logkey.last_signed(self.signer.home) != extension.seen:
-            size, root, files, origin = (
-                extension.size,
-                extension.root,
-                extension.files,
-                extension.origin,
-            )
-            self._check_signed_before(size, root, files, origin)
+            ext = extension
+            self._check_signed_before(ext.size, ext.root, ext.files, ext.origin)
         for number, listed in extension.rows.items():
             self._write(f"{ROWS}/{number}", listed)
         for tile, content in extension.files.items():
