@@ -231,19 +231,23 @@ def lower_chunked(field: re.Match[bytes]) -> bytes:
     return field[0]
 
 
-CREDENTIAL_FIELD = re.compile(rb"(authorization|cookie):[ \t]*([^\0\r\n]*?)[ \t]*", re.IGNORECASE)
+# The fields a refusal's answer reads (below): the credential for the ledger, the origin for CORS.
+ANSWER_FIELD = re.compile(
+    rb"(authorization|cookie|origin):[ \t]*([^\0\r\n]*?)[ \t]*", re.IGNORECASE
+)
 
 
-def credentials_in(received: bytes | bytearray) -> list[tuple[str, str]]:
-    """The ``Authorization`` and ``Cookie`` field lines of a head refused before Sanic read it,
-    as Sanic reads them (the name lower-cased, the value trimmed): those of its whole lines, a
-    CRLF after each, before the blank line. The refusal of a request with a valid token is then
-    recorded in the ledger like any answer to one (docs/decisions.md#bad-requests)."""
+def answer_fields_in(received: bytes | bytearray) -> list[tuple[str, str]]:
+    """The ``Authorization``, ``Cookie`` and ``Origin`` field lines of a head refused before
+    Sanic read it, as Sanic reads them (the name lower-cased, the value trimmed): those of its
+    whole lines, a CRLF after each, before the blank line. The refusal of a request with a valid
+    token is then recorded in the ledger like any answer to one (docs/decisions.md#bad-requests),
+    and a listed origin reads it as any ``/v1`` answer (docs/decisions.md#cors)."""
     end = received.find(b"\r\n\r\n")
     lines = bytes(received[: end if end >= 0 else received.rfind(b"\r\n")]).split(b"\r\n")[1:]
     found = []
     for line in lines:
-        if (field := CREDENTIAL_FIELD.fullmatch(line)) is not None:
+        if (field := ANSWER_FIELD.fullmatch(line)) is not None:
             name, value = field[1].lower().decode(), field[2].decode(errors="surrogateescape")
             found.append((name, value))
     return found

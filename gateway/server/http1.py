@@ -212,8 +212,9 @@ class GatewayHttp(Http):
             super().create_empty_request()
         # Its method is NONE; the refusal's line in the log names the one the head starts with.
         self.request.ctx.method_sent = head.method_of(self.recv_buffer)
-        # Its headers are none; the ledger's token check reads the credential the head presents.
-        for name, value in head.credentials_in(self.recv_buffer):
+        # Its headers are none; the ledger's token check reads the credential the head presents,
+        # and the CORS headers its origin.
+        for name, value in head.answer_fields_in(self.recv_buffer):
             self.request.headers.add(name, value)
 
 

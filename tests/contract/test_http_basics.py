@@ -22,8 +22,11 @@ import requests
 
 from builder.demo import local_source
 from gateway.handlers.routes import ROUTES
+from gateway.http.head import HEAD_MAX
 from tests.contract.conftest import Gateway, _running, copy_demo, fxev, issue_token, ledger_entries
 from tests.contract.test_api import assert_api_error
+from tests.contract.test_bad_requests import exchange
+from tests.support.rawhttp import padded
 from tokens.store import TokenStore
 
 RATES = "/v1/rates?currency=USD&series=publicado&from=2026-09-15&to=2026-09-30"
@@ -282,6 +285,38 @@ def test_errors_and_unknown_paths_carry_cors_for_a_listed_origin(cors_gateway: G
         assert resp.status_code in (401, 404, 405), resp.text
         assert resp.headers["Access-Control-Allow-Origin"] == ORIGIN
         assert resp.headers["Access-Control-Expose-Headers"] == EXPOSED
+
+
+def from_origin(request_line: bytes, *fields: bytes) -> bytes:
+    """A head of ``request_line`` from :data:`ORIGIN`, with ``fields`` after its ``Origin``."""
+    lines = [request_line, b"Host: 127.0.0.1", b"Origin: " + ORIGIN.encode(), *fields]
+    return b"\r\n".join([*lines, b"", b""])
+
+
+FRAMING_REFUSALS = {
+    "a head over 8 KB": padded(from_origin(b"GET /v1/coverage HTTP/1.1"), HEAD_MAX + 100),
+    "a head RFC 9112 refuses": from_origin(b"GET /v1/coverage HTTP/1.1", b"X-Note : a"),
+    "a target httptools refuses": from_origin(b"GET /v1/cov\x01erage HTTP/1.1"),
+    "a NUL in the query": from_origin(b"GET /v1/coverage?x=\x00 HTTP/1.1"),
+    "the asterisk form": from_origin(b"GET * HTTP/1.1"),
+}
+
+
+@pytest.mark.parametrize("case", list(FRAMING_REFUSALS))
+def test_a_request_refused_before_any_route_carries_cors_for_a_listed_origin(
+    cors_gateway: Gateway, case: str
+) -> None:
+    """docs/decisions.md#cors: a listed origin gets its CORS headers on every ``/v1`` answer,
+    a 400 for a head the gateway cannot read as well, so its scripts can read why. The
+    asterisk form names no ``/v1`` path: no CORS headers, as on the explorer."""
+    answer = exchange(cors_gateway, FRAMING_REFUSALS[case])
+    assert answer.status == 400, answer.body[:300]
+    if case == "the asterisk form":
+        assert "access-control-allow-origin" not in answer.headers
+        return
+    assert answer.headers["access-control-allow-origin"] == ORIGIN
+    assert answer.headers["access-control-expose-headers"] == EXPOSED
+    assert answer.headers["vary"] == "Origin"
 
 
 def test_the_explorer_gets_no_cors(cors_gateway: Gateway) -> None:

@@ -8,9 +8,9 @@ import pytest
 
 from gateway import errors
 from gateway.http.head import (
+    answer_fields_in,
     check_request_line,
     conform,
-    credentials_in,
     is_last_chunk,
     is_trailer_section,
     read_number,
@@ -214,16 +214,22 @@ def test_a_trailer_section_is_field_lines_as_a_head_s_are(fields: bytes, read: b
     assert is_trailer_section(fields) is read
 
 
-def test_credentials_in_a_refused_head_are_its_whole_lines():
-    """What the ledger reads of a head refused before Sanic read it: the Authorization and
-    Cookie field lines, trimmed, from whole lines only (a line the refusal cut is no value)."""
+def test_answer_fields_in_a_refused_head_are_its_whole_lines():
+    """What the ledger and CORS read of a head refused before Sanic read it: the
+    Authorization, Cookie and Origin field lines, trimmed, from whole lines only (a line the
+    refusal cut is no value)."""
     head = (
         b"GET /v1/x?\xc3\xa9 HTTP/1.1\r\nHost: h\r\nAUTHORIZATION:  Bearer fxev_a \t\r\n"
-        b"Cookie: fxev_sesion=b\r\nX-Authorization: Bearer no\r\n\r\nAuthorization: Bearer c"
+        b"Cookie: fxev_sesion=b\r\nX-Authorization: Bearer no\r\nOrigin: https://a.example\r\n"
+        b"X-Origin: https://b.example\r\n\r\nAuthorization: Bearer c"
     )
-    assert credentials_in(head) == [("authorization", "Bearer fxev_a"), ("cookie", "fxev_sesion=b")]
-    assert credentials_in(b"GET / HTTP/1.1\r\nAuthorization: Bearer fxev_cut") == []
-    assert credentials_in(b"GET / HTTP/1.1\r\nAuthorization: Bearer fxev_a\r\nHo") == [
+    assert answer_fields_in(head) == [
+        ("authorization", "Bearer fxev_a"),
+        ("cookie", "fxev_sesion=b"),
+        ("origin", "https://a.example"),
+    ]
+    assert answer_fields_in(b"GET / HTTP/1.1\r\nAuthorization: Bearer fxev_cut") == []
+    assert answer_fields_in(b"GET / HTTP/1.1\r\nAuthorization: Bearer fxev_a\r\nHo") == [
         ("authorization", "Bearer fxev_a")
     ]
-    assert credentials_in(b"GET / HTTP/1.1\nAuthorization: Bearer fxev_a\n\n") == []
+    assert answer_fields_in(b"GET / HTTP/1.1\nAuthorization: Bearer fxev_a\n\n") == []
