@@ -125,6 +125,30 @@ def test_a_cache_fill_is_sent_only_with_the_authorised_etag_and_not_recorded(
     assert len(ledger_entries(gateway.env, request_id)) == 1  # the auth step's alone
 
 
+def test_a_refused_fill_for_a_head_is_recorded_as_the_head_the_client_sent(
+    gateway: Gateway,
+) -> None:
+    """nginx fills its cache with a GET for a client's HEAD (``X-Original-Method``). A fill
+    refused there is the answer the client got: its 503 is recorded as that HEAD, with the hash
+    of no bytes, superseding the 200 its auth step recorded (docs/operating/edge.md#failures)."""
+    answer = auth(gateway, AS_OF, **{"X-Original-Method": "HEAD"})
+    request_id = answer.headers["X-Request-Id"]
+    [step] = ledger_entries(gateway.env, request_id)
+    assert (step["status"], step["method"]) == (200, "HEAD")
+    fill = {  # as nginx sends it: the client's token too
+        "X-Fxev-Edge": credential(gateway),
+        "X-Fxev-Admitted": request_id,
+        "Authorization": f"Bearer {gateway.token}",
+        "X-Original-Method": "HEAD",
+        "X-Fxev-Expect": '"0" -',  # an ETag the answer no longer has
+    }
+    refused = requests.get(gateway.url(AS_OF), headers=fill, timeout=10)
+    assert_api_error(refused, 503, "INTERNAL")
+    [entry] = ledger_entries(gateway.env, request_id)
+    assert (entry["status"], entry["method"], entry["supersedes"]) == (503, "HEAD", True)
+    assert (entry["bytes"], entry["sha256"]) == (0, hashlib.sha256(b"").hexdigest())
+
+
 @pytest.mark.parametrize(
     "original", ["/_edge/answer", "/_edge/auth", "/_edge/refusal/malformed", "/_edge/../v1/rates"]
 )
