@@ -14,7 +14,10 @@ from decimal import Decimal
 from builder.core.canonical import canonical_rate
 from builder.core.vocabulary import CAMBIO_FORMATO, INVARIANTE_FALLIDA
 
-# A USD/PEN rate outside this open interval is not a misprint to keep but a broken value.
+# A USD/PEN rate outside this open interval is not a misprint to keep but a broken value (a
+# shifted decimal point, another currency's figure). The sol has traded between about 0.8 and
+# 4.1 to the dollar since it replaced the inti in 1991; a historical import stays inside.
+MIN_PLAUSIBLE_RATE = Decimal("0.5")
 MAX_PLAUSIBLE_RATE = Decimal("20")
 
 
@@ -57,7 +60,7 @@ def check_rate_invariants(rate: ParsedRate, today_lima: date) -> None:
         shown = raw if value == served else f"{raw} (served as {served})"
         if min(value, served) <= 0:
             raise InvariantError(f"{side} {shown} is not positive")
-        if max(value, served) >= MAX_PLAUSIBLE_RATE:
+        if min(value, served) <= MIN_PLAUSIBLE_RATE or max(value, served) >= MAX_PLAUSIBLE_RATE:
             raise InvariantError(f"{side} {shown} is an absurd magnitude for USD/PEN")
     if rate.fecha_serie > today_lima + timedelta(days=1):
         raise InvariantError(

@@ -508,9 +508,9 @@ def half_up_oracle(units: int) -> str:
     return f"{thousandths // 1000}.{thousandths % 1000:03d}"
 
 
-# Every value served inside (0, 20): 0.0005 is served as 0.001, 19.9994 as 19.999; below or
+# Every value served inside (0.5, 20): 0.5005 is served as 0.501, 19.9994 as 19.999; below or
 # above, the value served is no rate (invariants, above).
-SERVED_AS_A_RATE = st.integers(min_value=5, max_value=199_994)
+SERVED_AS_A_RATE = st.integers(min_value=5_005, max_value=199_994)
 
 
 @given(units=SERVED_AS_A_RATE, drop_zeros=st.booleans())
@@ -601,6 +601,9 @@ INVARIANT_FAILURES = [
     pytest.param(with_row("03.Set.26", "3355", "3365"), id="absurd-magnitude"),
     pytest.param(with_row("03.Set.26", "3.355", "19.9996"), id="served-as-twenty"),
     pytest.param(with_row("03.Set.26", "3.355", "33.65"), id="absurd-magnitude-venta-only"),
+    pytest.param(with_row("03.Set.26", "0.003", "0.004"), id="absurd-magnitude-small"),
+    pytest.param(with_row("03.Set.26", "0.3355", "3.365"), id="absurd-magnitude-shifted-point"),
+    pytest.param(with_row("03.Set.26", "3.355", "0.5004"), id="served-as-the-lower-bound"),
     pytest.param(replace_once(REAL, "03.Set.26", "31.Set.26"), id="impossible-date-31-september"),
     pytest.param(replace_once(REAL, "03.Set.26", "00.Set.26"), id="impossible-date-day-zero"),
 ]
