@@ -65,7 +65,10 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     now = clock.now(settings)
     checked = read_import(Path(args.file), args.actor, args.justification, now)
     with open_stores(settings) as stores:
-        result = disk_checked(stores, settings, now, lambda: record_import(stores, checked, now))
+        pct = settings.plausibility_pct
+        result = disk_checked(
+            stores, settings, now, lambda: record_import(stores, checked, now, pct)
+        )
     emit(result.to_json())
     return 0
 

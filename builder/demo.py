@@ -1,7 +1,9 @@
 """``make run``: seed an empty home with real data and a few local captures, then build.
 
 1. Import the tax authority's real 2021-2026 history (``data/seed``, derived from the recorded
-   fixture; its justification names the origin) as ``importado`` observations.
+   fixture; its justification names the origin) as ``importado`` observations. Three of its
+   values are odd but what the source published (docs/sources.md): each is marked
+   ``plausibilidad_baja`` with an alert, which the demo's operator resolves as reviewed.
 2. Capture, from a local HTTP server on 127.0.0.1, files in the documented shape so that evidence,
    a direct observation superseding an import, a correction and an alert can be seen; then the
    central bank's real recorded answer of 1-8 September 2026 (five SBS closes), which the
@@ -103,8 +105,13 @@ def seed(settings: Settings, clock: Callable[[], datetime]) -> None:
     stores = Stores.open(settings.home)
     try:
         with resources.as_file(resources.files("builder").joinpath("data", "seed", SEED)) as path:
-            result = import_csv(stores, Path(path), "fxev-demo", JUSTIFICATION, clock())
+            result = import_csv(
+                stores, Path(path), "fxev-demo", JUSTIFICATION, clock(), settings.plausibility_pct
+            )
         say(f"import of the real history: {result.outcome} (revision {result.revision})")
+        for alert in result.alertas:  # reviewed: what the source published (docs/sources.md)
+            stores.alerts.resolve(alert.id, "fxev-demo", clock())
+            say(f"alert {alert.tipo} of {alert.fecha_serie}: resolved, as the source published it")
         has_direct = stores.registry.conn.execute(
             "SELECT 1 FROM observations WHERE fuente = 'taxauth_txt' LIMIT 1"
         ).fetchone()

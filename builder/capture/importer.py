@@ -1,7 +1,9 @@
 """``fxev import``: human-provided values as ``importado`` observations, in one revision.
 
 An import fills only dates with no direct observation and never replaces one. Its evidence is
-the CSV file itself; each observation's ``fragmento`` is its line. Re-importing the same values
+the CSV file itself; each observation's ``fragmento`` is its line. What it records is what an
+operator says a source published, checked like a capture: a value that looks odd is kept and
+marked ``plausibilidad_baja``, with its alert (DECISIONS 6). Re-importing the same values
 records nothing, so seeding twice duplicates nothing. The whole file is validated before
 anything is written: one bad line rejects the file with its line number. :func:`read_import`
 does that part alone, touching no store, so that the command refuses a bad file before it opens
@@ -13,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 
 from builder.capture.alerting import alerts_after_commit, sync_alerts
@@ -20,6 +23,7 @@ from builder.capture.cotejos import cross_check
 from builder.capture.record import (
     add_event,
     add_observation,
+    mark_implausible,
     new_execution,
     store_evidence,
 )
@@ -32,6 +36,7 @@ from builder.capture.run import (
     worst_outcome,
 )
 from builder.core.business_days import today_in_lima
+from builder.core.variables import DEFAULTS
 from builder.sources.import_csv import (
     CONTENT_TYPE,
     FUENTE,
@@ -41,6 +46,8 @@ from builder.sources.import_csv import (
     ImportRow,
     parse_import_csv,
 )
+
+DEFAULT_PLAUSIBILITY_PCT = Decimal(DEFAULTS["FXEV_PLAUSIBILITY_PCT"] or "3")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -77,14 +84,19 @@ def import_csv(
     actor: str,
     justification: str,
     now: datetime,
+    plausibility_pct: Decimal = DEFAULT_PLAUSIBILITY_PCT,
 ) -> CaptureResult:
     """Import ``path`` as one revision (or none, when every date is already covered)."""
-    return record_import(stores, read_import(path, actor, justification, now), now)
+    checked = read_import(path, actor, justification, now)
+    return record_import(stores, checked, now, plausibility_pct)
 
 
-def record_import(stores: Stores, checked: ImportFile, now: datetime) -> CaptureResult:
+def record_import(
+    stores: Stores, checked: ImportFile, now: datetime, plausibility_pct: Decimal
+) -> CaptureResult:
     """Record a file :func:`read_import` checked, as one revision (or none, when every date is
-    already covered)."""
+    already covered); a value moving more than ``plausibility_pct`` from the date before it is
+    marked ``plausibilidad_baja``."""
     data, rows, sha256 = checked.data, checked.rows, checked.sha256
     actor, justification = checked.actor, checked.justification
     first_run = Run(SourceSpec(FUENTE, "publicado", PARSER_VERSION), now)
@@ -140,6 +152,7 @@ def record_import(stores: Stores, checked: ImportFile, now: datetime) -> Capture
                     observacion_id=current.id, fecha_serie=fecha,
                     detalle={"superseded_por": observation.id},
                 )  # fmt: skip
+            mark_implausible(registry, tx, run, evidence, observation, plausibility_pct)
             outcome = "correccion" if current is not None else "nueva"
             outcomes.append(DateOutcome(fecha, row.serie, outcome, observation.id))
         cross_check(registry, tx, outcomes)

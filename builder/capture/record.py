@@ -25,6 +25,7 @@ from builder.capture.run import (
     Stores,
     worst_outcome,
 )
+from builder.core.canonical import iso_date
 from builder.core.settings import Settings
 from builder.core.vocabulary import ND_FUENTE, PLAUSIBILIDAD_BAJA
 from builder.disk import faults
@@ -306,9 +307,32 @@ def record_rate(
             fecha_serie=fecha,
             detalle={"superseded_por": observation.id},
         )
-    previous = registry.previous_valid_observation(spec.moneda, spec.serie, fecha)
+    mark_implausible(registry, tx, run, evidence, observation, threshold_pct)
+    outcome = "correccion" if is_correction else "nueva"
+    return DateOutcome(fecha, spec.serie, outcome, observation.id)
+
+
+def mark_implausible(
+    registry: Registry,
+    tx: WriteTransaction,
+    run: Run,
+    evidence: Evidence,
+    observation: Observation,
+    threshold_pct: Decimal,
+) -> None:
+    """The ``plausibilidad_baja`` event of a new ``observation`` whose values look odd
+    (:mod:`builder.capture.plausibility`), measured from the valid observation of its series
+    with the greatest earlier date, imports included; its alert follows
+    (:mod:`builder.capture.alerting`)."""
+    fecha = observation.fecha_serie
+    previous = registry.previous_valid_observation(observation.moneda, observation.serie, fecha)
     reasons = plausibility_reasons(
-        rate.fecha_serie, rate.compra, rate.venta, previous, run.today_lima, threshold_pct
+        iso_date(fecha),
+        observation.compra,
+        observation.venta,
+        previous,
+        run.today_lima,
+        threshold_pct,
     )
     if reasons:
         add_event(
@@ -320,8 +344,6 @@ def record_rate(
             fecha_serie=fecha,
             detalle={"motivos": reasons},
         )
-    outcome = "correccion" if is_correction else "nueva"
-    return DateOutcome(fecha, spec.serie, outcome, observation.id)
 
 
 def new_execution(

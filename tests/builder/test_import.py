@@ -199,3 +199,47 @@ def test_an_import_of_both_sides_of_a_pair_checks_it_once(stores: Stores, tmp_pa
     ]
     [alert] = [a for a in stores.alerts.list() if a.tipo == "discrepancia"]
     assert alert.contador == 1
+
+
+def test_an_odd_value_imported_is_kept_and_marked_with_its_alert(stores: Stores, tmp_path):
+    """DECISIONS 6: what a source published is recorded even when odd, marked
+    ``plausibilidad_baja`` with an alert; an import says what a source published. The tax
+    authority's 2021-05-13 (compra above venta) and a move of 10% from the date before it."""
+    data = (
+        b"fecha_serie,compra,venta\n"
+        b"2021-05-12,3.708,3.712\n"
+        b"2021-05-13,3.726,3.725\n"
+        b"2021-05-14,3.713,3.717\n"
+        b"2021-05-15,4.084,4.089\n"
+    )
+    result = import_csv(stores, write(tmp_path, data), "ana", "the real history", NOW)
+    assert result.outcome == "nueva"
+    marked = {}
+    for outcome in result.observaciones:
+        events = stores.registry.events_of(outcome.observacion_id)
+        assert events[0].tipo == "importada"
+        marked[outcome.fecha_serie] = [e.detalle for e in events if e.tipo == "plausibilidad_baja"]
+    assert marked["2021-05-12"] == marked["2021-05-14"] == []
+    [inverted] = marked["2021-05-13"]
+    assert [m["motivo"] for m in inverted["motivos"]] == ["compra_mayor_que_venta"]
+    [moved] = marked["2021-05-15"]
+    assert [(m["motivo"], m["lado"]) for m in moved["motivos"]] == [
+        ("movimiento", "compra"),
+        ("movimiento", "venta"),
+    ]
+    assert moved["motivos"][0]["referencia_fecha_serie"] == "2021-05-14"
+    alerts = [a for a in stores.alerts.list() if a.tipo == "plausibilidad_baja"]
+    assert sorted(a.fecha_serie for a in alerts) == ["2021-05-13", "2021-05-15"]
+    assert {a.estado for a in alerts} == {"abierta"}
+
+
+def test_a_capture_after_an_import_is_measured_from_it(stores: Stores, capture, tmp_path):
+    """The move of a capture is measured from the valid observation before it, an import too."""
+    import_csv(
+        stores, write(tmp_path, b"fecha_serie,compra,venta\n2026-09-19,3.000,3.010\n"),
+        "ana", "origin", NOW,
+    )  # fmt: skip
+    result = capture(body="20/09/2026|3.354|3.362|")
+    events = stores.registry.events_of(result.observacion_id)
+    [odd] = [e.detalle for e in events if e.tipo == "plausibilidad_baja"]
+    assert {m["referencia_fecha_serie"] for m in odd["motivos"]} == {"2026-09-19"}
