@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument(
         "--from-file",
         metavar="SAVED",
-        help="taxauth_txt (required): the monthly history answer saved from the browser",
+        help="taxauth_txt (required): the monthly history answer saved from the browser; "
+        "centralbank: the API's answer for the range, saved, read instead of fetching it",
     )
     backfill.set_defaults(handler=Deferred(COMMANDS, "cmd_backfill"))
 

@@ -124,7 +124,11 @@ def cmd_backfill(args: argparse.Namespace, settings: Settings) -> int:
         saved = read_saved(Path(args.from_file), settings.max_body_bytes)
     with open_stores(settings) as stores:
         if args.source == CENTRALBANK:
-            write = partial(backfill_centralbank, stores, settings, now, start, end, args.url)
+            name = None if args.from_file is None else Path(args.from_file).name
+            write = partial(
+                backfill_centralbank, stores, settings, now, start, end, args.url,
+                saved=saved, file_name=name,
+            )  # fmt: skip
         else:
             assert saved is not None  # check_request: taxauth_txt needs --from-file
             name = Path(args.from_file).name

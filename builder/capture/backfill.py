@@ -8,7 +8,10 @@ plausibility), in one revision of kind ``backfill`` whose execution is of kind `
 - ``centralbank``: one request for the whole range, through the capture's own fetch and parser
   (:func:`builder.capture.centralbank.read_range`). The sources page
   (docs/sources.md#central-bank-url) knows no limit on the range the API answers, so the range is
-  not split; an answer cut short shows up as missing dates below.
+  not split; an answer cut short shows up as missing dates below. With ``--from-file`` the
+  answer to that same request, saved by an operator (the API's firewall may refuse this host),
+  is read instead: its bytes are the evidence, with no HTTP status or headers, and its
+  ``identidad_consulta`` is the request it answered, ``GET <url>``.
 - ``taxauth_txt``: the tax authority's monthly history needs a reCAPTCHA token only a browser
   obtains (docs/sources.md#monthly-history), so it is never fetched: the operator saves the answer
   for one month and gives it with ``--from-file``. Its bytes are the evidence (no HTTP status or
@@ -53,7 +56,12 @@ from builder.core.errors import NotFound, UsageError
 from builder.core.settings import Settings
 from builder.core.vocabulary import CAPTURED_SOURCES, FUENTE_NO_DISPONIBLE
 from builder.sources import centralbank, taxauth_monthly
-from builder.sources.common import InvariantError, ParsedRate, SourceFormatError
+from builder.sources.common import (
+    InvariantError,
+    ParsedRate,
+    SourceFormatError,
+    content_type_of,
+)
 
 TAXAUTH_MONTHLY = SourceSpec(
     taxauth_monthly.FUENTE, taxauth_monthly.SERIE, taxauth_monthly.PARSER_VERSION
@@ -88,11 +96,6 @@ def check_request(
     if end > today_lima:
         raise BackfillError(f"--to {end} is after today in Lima ({today_lima}): nothing to read")
     if source == centralbank.FUENTE:
-        if from_file is not None:
-            raise BackfillError(
-                "--from-file is for taxauth_txt; the central bank's history is fetched "
-                "(--url changes the API's base)"
-            )
         try:
             centralbank.query_url("https://check.invalid", start, end)
         except ValueError as error:
@@ -157,16 +160,20 @@ def backfill_centralbank(
     end: date,
     base_url: str | None = None,
     session: requests.Session | None = None,
+    saved: bytes | None = None,
+    file_name: str | None = None,
 ) -> CaptureResult:
-    """The central bank's SBS close from ``start`` to ``end``, fetched in one request."""
+    """The central bank's SBS close from ``start`` to ``end``, fetched in one request; or, with
+    ``saved``, read from the answer to that request an operator saved as ``file_name``."""
     run = Run(CENTRALBANK, now, kind="backfill")
-    read = read_range(settings, run, start, end, base_url, session)
+    read = read_range(settings, run, start, end, base_url, session, saved)
     if read.answer is None or read.exchange is None:
         return read.record_failure(stores, run)
     declared = [day.fecha_serie for day in read.answer.declared_nd]
     pending = [day.fecha_serie for day in read.answer.pending]
+    detail = {} if file_name is None else {"archivo": file_name}
     return record_history(
-        stores, settings, run, read.exchange, read.answer.rates, declared, start, end, {},
+        stores, settings, run, read.exchange, read.answer.rates, declared, start, end, detail,
         pending=pending,
     )  # fmt: skip
 
@@ -187,7 +194,7 @@ def backfill_taxauth(
     identity = taxauth_monthly.query_identity(
         url or taxauth_monthly.ENDPOINT, start.year, start.month
     )
-    answer = SavedAnswer(saved, identity, taxauth_monthly.content_type_of(saved))
+    answer = SavedAnswer(saved, identity, content_type_of(saved))
     expected = requested_dates(start, end)
     try:
         month = taxauth_monthly.parse_monthly(

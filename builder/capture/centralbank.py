@@ -24,15 +24,23 @@ from datetime import date, datetime, timedelta
 import requests
 
 from builder.capture.alerting import resolved_without_revision
-from builder.capture.fetch import FetchFailure, HttpExchange, fetch
+from builder.capture.fetch import FetchFailure, fetch
 from builder.capture.record import record_failure, record_rates
-from builder.capture.run import CaptureResult, OperationalChecks, Run, SourceSpec, Stores
+from builder.capture.run import (
+    Answer,
+    CaptureResult,
+    OperationalChecks,
+    Run,
+    SavedAnswer,
+    SourceSpec,
+    Stores,
+)
 from builder.core.settings import Settings
 from builder.core.vocabulary import FUENTE_NO_DISPONIBLE
 from builder.disk import faults
 from builder.sources import centralbank
 from builder.sources.centralbank import CentralBankAnswer
-from builder.sources.common import InvariantError, SourceFormatError
+from builder.sources.common import InvariantError, SourceFormatError, content_type_of
 
 CENTRALBANK = SourceSpec(centralbank.FUENTE, centralbank.SERIE, centralbank.PARSER_VERSION)
 USER_AGENT = "fxev/1.0 (exchange-rate evidence service; +https://github.com/fxev)"
@@ -49,7 +57,7 @@ class RangeRead:
     start: date
     end: date
     url: str
-    exchange: HttpExchange | None
+    exchange: Answer | None
     answer: CentralBankAnswer | None = None
     alert_type: str | None = None
     message: str = ""
@@ -82,35 +90,43 @@ def read_range(
     end: date,
     base_url: str | None = None,
     session: requests.Session | None = None,
+    saved: bytes | None = None,
 ) -> RangeRead:
-    """Fetch and parse the SBS close from ``start`` to ``end`` in one request.
+    """Fetch and parse the SBS close from ``start`` to ``end`` in one request; or, given
+    ``saved``, parse the answer to that request an operator saved (``fxev backfill
+    --from-file``): its bytes are the evidence, with no HTTP status or headers, and its
+    ``identidad_consulta`` the request it answered.
 
     Never raises for the source's behaviour: an unreachable source, a body that is not the
     answer, a value that cannot be a rate and an answer listing no date at all come back as a
     ``RangeRead`` with ``alert_type`` set. ``ValueError`` for a range the API cannot express.
     """
     url = centralbank.query_url(base_url or settings.centralbank_url, start, end)
-    try:
-        exchange = fetch(
-            url,
-            max_body_bytes=settings.max_body_bytes,
-            deadline_s=settings.capture_deadline_s,
-            proxy=settings.proxy,
-            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-            session=session,
-        )
-    except FetchFailure as failure:
-        kind, message = failure.alert_type, failure.message
-        return RangeRead(
-            start,
-            end,
-            url,
-            failure.exchange,
-            alert_type=kind,
-            message=message,
-            truncated=failure.truncated,
-        )
-    faults.crash_point("after_fetch")
+    exchange: Answer
+    if saved is not None:
+        exchange = SavedAnswer(saved, f"GET {url}", content_type_of(saved))
+    else:
+        try:
+            exchange = fetch(
+                url,
+                max_body_bytes=settings.max_body_bytes,
+                deadline_s=settings.capture_deadline_s,
+                proxy=settings.proxy,
+                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+                session=session,
+            )
+        except FetchFailure as failure:
+            kind, message = failure.alert_type, failure.message
+            return RangeRead(
+                start,
+                end,
+                url,
+                failure.exchange,
+                alert_type=kind,
+                message=message,
+                truncated=failure.truncated,
+            )
+        faults.crash_point("after_fetch")
     try:
         answer = centralbank.parse_response(
             exchange.body, start=start, end=end, today_lima=run.today_lima

@@ -192,8 +192,9 @@ class OperationalChecks:
         low = health.check_disk(stores.alerts, settings.home, settings.min_free_bytes, run.now)
         self._keep(low)
 
-    def clock(self, exchange: HttpExchange | None) -> None:
-        if exchange is None:
+    def clock(self, exchange: Answer | None) -> None:
+        """The clock checked against the source's ``Date``; a saved answer has no headers."""
+        if not isinstance(exchange, HttpExchange):
             return
         self._keep(
             health.check_clock(

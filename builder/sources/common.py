@@ -67,3 +67,13 @@ def check_rate_invariants(rate: ParsedRate, today_lima: date) -> None:
             f"fecha_serie {rate.fecha_serie} is more than one day after today in Lima "
             f"({today_lima})"
         )
+
+
+def content_type_of(body: bytes) -> str:
+    """The content type a saved answer's bytes show: JSON, an HTML page, or unknown bytes."""
+    start = body.lstrip(b" \t\r\n")[:1]
+    if start in (b"[", b"{"):
+        return "application/json"
+    if start == b"<":
+        return "text/html"
+    return "application/octet-stream"

@@ -87,16 +87,6 @@ def query_identity(url: str, year: int, month: int) -> str:
     return f"POST {url}?anio={year}&mes={month - 1}"
 
 
-def content_type_of(body: bytes) -> str:
-    """The content type a saved answer's bytes show: JSON, an HTML page, or unknown bytes."""
-    start = body.lstrip(b" \t\r\n")[:1]
-    if start in (b"[", b"{"):
-        return "application/json"
-    if start == b"<":
-        return "text/html"
-    return "application/octet-stream"
-
-
 def parse_monthly(body: bytes, *, year: int, month: int, today_lima: date) -> MonthlyAnswer:
     """Parse the answer for ``month`` (1 to 12) of ``year``; see the module docstring.
 

@@ -181,6 +181,42 @@ def test_the_recorded_answer_is_one_backfill_revision_with_nothing_missing(
     }  # fmt: skip
 
 
+def test_a_saved_answer_is_read_as_the_fetched_one_would_be(
+    stores: Stores, cb_settings: Settings
+) -> None:
+    """``--from-file`` for the central bank: the answer to the range's request, saved by an
+    operator, is recorded as the fetched answer is; its bytes are the evidence (no HTTP status or
+    headers: none were seen), its identity the request it answered. Nothing is fetched (no
+    ``responses`` here: a request would fail the test)."""
+    result = backfill_centralbank(
+        stores, cb_settings, lima(SEP_8, 20), SEP_1, SEP_8, saved=RECORDED.body,
+        file_name="bcrp.json",
+    )  # fmt: skip
+    assert (result.revision, result.outcome) == (1, "nueva")
+    assert [o.fecha_serie for o in result.observaciones][-1] == "2026-09-07"
+    assert execution_detail(stores, 1)["archivo"] == "bcrp.json"
+    close = valid(stores, "cierre", "2026-09-01")
+    assert (close.compra, close.venta) == ("3.360", "3.368")
+    url = f"{BASE}/PD04639PD-PD04640PD/json/2026-09-01/2026-09-08/ing"
+    assert close.identidad_consulta == f"GET {url}"
+    evidence = stores.registry.evidence(close.evidencia_id)
+    assert stores.blobs.read(evidence.sha256) == RECORDED.body
+    assert (evidence.content_type, evidence.http_status) == ("application/json", None)
+
+
+def test_a_saved_page_that_is_not_the_answer_is_a_failure_kept_as_evidence(
+    stores: Stores, cb_settings: Settings
+) -> None:
+    page = b"<html><body>Request Rejected</body></html>"
+    result = backfill_centralbank(
+        stores, cb_settings, lima(SEP_8, 20), SEP_1, SEP_8, saved=page, file_name="blocked.html"
+    )
+    assert result.outcome == "fallo"
+    assert [a.tipo for a in result.alertas] == ["cambio_formato"]
+    [evidence] = stores.registry.conn.execute("SELECT sha256, content_type FROM evidence")
+    assert (stores.blobs.read(evidence[0]), evidence[1]) == (page, "text/html")
+
+
 def test_a_trailing_n_d_stays_pending_however_late(backfill_cb: BackfillCb, stores: Stores) -> None:
     """DECISIONS 11: n.d. with no later value in the same response is pending: "no manifest
     entry, no cotejo, no alert". A week later the close of 08 Sep is long due, and the same

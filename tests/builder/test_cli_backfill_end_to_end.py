@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.realdata import sunat_history
+from tests.realdata import bcrp_recording, sunat_history
 from tests.support.cli import Fxev, Ran, run
 
 SHAPE = {"revision", "outcome", "observacion_id", "observaciones", "alerta", "alertas"}
@@ -75,7 +75,7 @@ def test_a_saved_month_is_recorded_then_recaptured_and_bad_requests_change_nothi
         backfill("--from", "2026-08-01", "--to", "2026-09-20", "--from-file", str(saved)),
         backfill("--from", "2026-09-01", "--to", "2026-09-21", "--from-file", str(saved)),
         backfill("--from", "2026-09-01", "--to", "2026-09-20", "--from-file", "missing.json"),
-        ("backfill", "--source", "centralbank", *span),
+        ("backfill", "--source", "centralbank", *span[:4], "--from-file", "missing.json"),
     ]
     for args in refused:
         ran = fxev(*args)
@@ -122,3 +122,22 @@ def test_an_empty_answer_is_a_recorded_fallo_and_exits_0(fxev: Fxev, tmp_path: P
     assert ran.last["observaciones"] == [
         {"fecha_serie": day, "serie": "publicado", "outcome": "fallo", "observacion_id": None}
     ]
+
+
+def test_the_central_banks_saved_answer_is_read_instead_of_fetched(
+    fxev: Fxev, tmp_path: Path
+) -> None:
+    """No central bank is configured here (the default URL is the real API, which this machine
+    cannot reach): the recorded answer of 1-8 September 2026, saved, is all it reads."""
+    saved = tmp_path / "bcrp.json"
+    saved.write_bytes(bcrp_recording().body)
+    span = ("--from", "2026-09-01", "--to", "2026-09-08", "--from-file", str(saved))
+    ran = fxev("backfill", "--source", "centralbank", *span)
+    assert ran.code == 0, ran.stderr
+    assert (ran.last["revision"], ran.last["outcome"]) == (1, "nueva")
+    assert [o["fecha_serie"] for o in ran.last["observaciones"]] == [
+        "2026-09-01", "2026-09-02", "2026-09-03", "2026-09-04", "2026-09-07",
+    ]  # fmt: skip
+    assert {o["serie"] for o in ran.last["observaciones"]} == {"cierre"}
+    again = fxev("backfill", "--source", "centralbank", *span)
+    assert (again.last["revision"], again.last["outcome"]) == (2, "identica")

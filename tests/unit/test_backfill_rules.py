@@ -64,7 +64,6 @@ TODAY = date(2026, 9, 20)
         ("centralbank", date(2026, 9, 9), SEP_8, None, "--from 2026-09-09 is after --to"),
         ("taxauth_txt", date(2026, 9, 9), SEP_8, "f.json", "--from 2026-09-09 is after --to"),
         ("centralbank", SEP_1, date(2026, 9, 21), None, "after today in Lima"),
-        ("centralbank", SEP_1, SEP_8, "f.json", "--from-file is for taxauth_txt"),
         ("centralbank", date(1920, 1, 1), SEP_8, None, "100 years"),
         ("taxauth_txt", SEP_1, SEP_8, None, "--from-file"),
         ("taxauth_txt", date(2026, 8, 31), SEP_8, "f.json", "same month"),
@@ -84,6 +83,7 @@ def test_a_request_that_cannot_run_is_refused(
     [
         ("centralbank", date(2025, 1, 1), TODAY, None),
         ("centralbank", TODAY, TODAY, None),
+        ("centralbank", date(2025, 1, 1), TODAY, "saved.json"),
         ("taxauth_txt", date(2025, 11, 1), date(2025, 11, 30), "saved.json"),
         ("taxauth_txt", date(2025, 11, 10), date(2025, 11, 10), "saved.json"),
     ],

@@ -17,11 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.sources.common import InvariantError, SourceFormatError
+from builder.sources.common import InvariantError, SourceFormatError, content_type_of
 from builder.sources.taxauth_monthly import (
     ENDPOINT,
     PARSER_VERSION,
-    content_type_of,
     parse_monthly,
     query_identity,
 )
