@@ -36,7 +36,7 @@ from builder.capture.run import (
     worst_outcome,
 )
 from builder.core.business_days import today_in_lima
-from builder.core.variables import DEFAULTS
+from builder.registry.records import Observation
 from builder.sources.import_csv import (
     CONTENT_TYPE,
     FUENTE,
@@ -46,8 +46,6 @@ from builder.sources.import_csv import (
     ImportRow,
     parse_import_csv,
 )
-
-DEFAULT_PLAUSIBILITY_PCT = Decimal(DEFAULTS["FXEV_PLAUSIBILITY_PCT"] or "3")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,7 +82,7 @@ def import_csv(
     actor: str,
     justification: str,
     now: datetime,
-    plausibility_pct: Decimal = DEFAULT_PLAUSIBILITY_PCT,
+    plausibility_pct: Decimal,
 ) -> CaptureResult:
     """Import ``path`` as one revision (or none, when every date is already covered)."""
     checked = read_import(path, actor, justification, now)
@@ -116,6 +114,7 @@ def record_import(
     stores.blobs.put(data)
     sync_alerts(registry, stores.alerts)  # earlier revisions' alerts come first
     outcomes: list[DateOutcome] = []
+    recorded: list[tuple[Run, Observation]] = []
     with registry.write("importacion", now) as tx:
         evidence = store_evidence(
             stores, tx, first_run, data, None, f"IMPORT {checked.name}", CONTENT_TYPE
@@ -152,9 +151,13 @@ def record_import(
                     observacion_id=current.id, fecha_serie=fecha,
                     detalle={"superseded_por": observation.id},
                 )  # fmt: skip
-            mark_implausible(registry, tx, run, evidence, observation, plausibility_pct)
+            recorded.append((run, observation))
             outcome = "correccion" if current is not None else "nueva"
             outcomes.append(DateOutcome(fecha, row.serie, outcome, observation.id))
+        # Once every row is in: a row's move is measured from the date before it whatever the
+        # file's order (a history listed newest first too).
+        for run, observation in recorded:
+            mark_implausible(registry, tx, run, evidence, observation, plausibility_pct)
         cross_check(registry, tx, outcomes)
         outcome = worst_outcome([o.outcome for o in outcomes])
         tx.add(

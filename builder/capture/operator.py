@@ -16,6 +16,7 @@ from builder.core.canonical import canonical_rate, iso_date, utc_timestamp
 from builder.core.errors import UsageError
 from builder.core.vocabulary import CURRENCY, SERIES
 from builder.registry.records import Annotation, Execution, SeriesSwitch
+from builder.sources.common import MAX_PLAUSIBLE_RATE, MIN_PLAUSIBLE_RATE
 
 SWITCHABLE = ("cierre",)  # publicado is served from the start
 MAX_TEXT = 2000
@@ -50,7 +51,7 @@ def _value(name: str, raw: str) -> str:
         value = canonical_rate(raw.strip())
     except ValueError:
         raise OperatorError(f"{name} {raw!r} is not a decimal number") from None
-    if not 0 < Decimal(value) < 20:
+    if not MIN_PLAUSIBLE_RATE < Decimal(value) < MAX_PLAUSIBLE_RATE:
         raise OperatorError(f"{name} {raw!r} cannot be a USD/PEN rate")
     return value
 

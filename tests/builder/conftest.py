@@ -26,6 +26,7 @@ LIMA = ZoneInfo("America/Lima")
 TAXAUTH_URL = "https://taxauth.test/a/txt/tipoCambio.txt"
 # A Sunday in Lima; the real text file said "20/09/2026|3.354|3.362|" that day.
 NOW = datetime(2026, 9, 20, 13, 0, tzinfo=LIMA)
+PCT = load_settings({}).plausibility_pct  # FXEV_PLAUSIBILITY_PCT's default
 TEXT_PLAIN: tuple[tuple[str, str], ...] = (("Content-Type", "text/plain"),)
 
 Body = bytes | str | BaseException

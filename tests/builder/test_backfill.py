@@ -27,7 +27,7 @@ from builder.capture.run import CaptureResult, Stores
 from builder.core.business_days import business_days_between
 from builder.core.settings import Settings
 from builder.sources.taxauth_monthly import ENDPOINT
-from tests.builder.conftest import lima, txt_line
+from tests.builder.conftest import PCT, lima, txt_line
 from tests.realdata import SunatDay, bcrp_recording
 
 BASE = "https://centralbank.test/estadisticas/series/api"
@@ -144,7 +144,7 @@ def import_publications(stores: Stores, tmp_path: Path, days: list[SunatDay], no
     rows = "".join(f"{d.fecha.isoformat()},{d.compra},{d.venta}\n" for d in days)
     path = tmp_path / "sunat.csv"
     path.write_text("fecha_serie,compra,venta\n" + rows, encoding="utf-8")
-    return import_csv(stores, path, "tests", "the tax authority's real history (fixture)", now)
+    return import_csv(stores, path, "tests", "the tax authority's real history (fixture)", now, PCT)
 
 
 # -- central bank -------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from builder.capture.crosscheck import RULE_TEXT
 from builder.capture.importer import import_csv
 from builder.capture.run import CaptureResult, Stores
 from builder.core.settings import Settings
-from tests.builder.conftest import lima
+from tests.builder.conftest import PCT, lima
 from tests.realdata import SunatDay, bcrp_recording
 
 BASE = "https://centralbank.test/estadisticas/series/api"
@@ -96,7 +96,7 @@ def import_publications(stores: Stores, tmp_path: Path, days: list[SunatDay]) ->
     rows = "".join(f"{d.fecha.isoformat()},{d.compra},{d.venta}\n" for d in days)
     path = tmp_path / "sunat.csv"
     path.write_text("fecha_serie,compra,venta\n" + rows, encoding="utf-8")
-    import_csv(stores, path, "tests", "the tax authority's real history (fixture)", NOW)
+    import_csv(stores, path, "tests", "the tax authority's real history (fixture)", NOW, PCT)
 
 
 def all_cotejos(stores: Stores) -> list[dict[str, object]]:

@@ -34,7 +34,7 @@ from builder.tree import explorer as stored
 from builder.tree.explorer import ExplorerReader
 from builder.tree.layout import EXPLORER_DIR, OBSERVATIONS, POINTER
 from builder.tree.reader import TreeReader
-from tests.builder.conftest import NOW
+from tests.builder.conftest import NOW, PCT
 
 CSV = """fecha_serie,compra,venta
 2025-12-30,3.360,3.370
@@ -85,7 +85,7 @@ def published_map(site: Path) -> dict[str, tuple[str, str]]:
 def imported(stores: Stores, tmp_path: Path) -> Path:
     csv = tmp_path / "history.csv"
     csv.write_text(CSV)
-    import_csv(stores, csv, "tester", "test history", datetime.fromisoformat(str(NOW)))
+    import_csv(stores, csv, "tester", "test history", datetime.fromisoformat(str(NOW)), PCT)
     site = tmp_path / "site"
     build(stores, site)
     return site

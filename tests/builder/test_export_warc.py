@@ -24,7 +24,7 @@ from builder import cli
 from builder.capture.importer import import_csv
 from builder.capture.run import Stores
 from builder.publish.warc import archived_headers, export_warc, plan_record, target_uri
-from tests.builder.conftest import NOW, TAXAUTH_URL
+from tests.builder.conftest import NOW, PCT, TAXAUTH_URL
 from tests.builder.test_capture_taxauth import Capture
 from tests.support.modes import plain_file_mode
 
@@ -51,7 +51,7 @@ def registry_of_every_kind(capture: Capture, stores: Stores, tmp_path: Path) -> 
     capture(body=requests.exceptions.ConnectionError("connection refused"))
     csv_path = tmp_path / "history.csv"
     csv_path.write_bytes(CSV)
-    import_csv(stores, csv_path, "ana", "copied from a printout", NOW)
+    import_csv(stores, csv_path, "ana", "copied from a printout", NOW, PCT)
     return stores
 
 

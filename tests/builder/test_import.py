@@ -9,7 +9,7 @@ import pytest
 from builder.capture.importer import import_csv
 from builder.capture.run import Stores
 from builder.sources.import_csv import ImportFileError
-from tests.builder.conftest import NOW
+from tests.builder.conftest import NOW, PCT
 
 CSV = b"fecha_serie,compra,venta\n2026-09-18,3.35,3.3625\n2026-09-19,3.354,3.362\n"
 
@@ -21,7 +21,7 @@ def write(tmp_path: Path, data: bytes, name: str = "history.csv") -> Path:
 
 
 def test_import_records_one_revision_with_evidence_fragment_and_event(stores: Stores, tmp_path):
-    result = import_csv(stores, write(tmp_path, CSV), "ana", "copied from a printout", NOW)
+    result = import_csv(stores, write(tmp_path, CSV), "ana", "copied from a printout", NOW, PCT)
     assert (result.revision, result.outcome) == (1, "nueva")
     assert [o.fecha_serie for o in result.observaciones] == ["2026-09-18", "2026-09-19"]
     first = stores.registry.observation(result.observaciones[0].observacion_id)
@@ -44,8 +44,8 @@ def test_import_records_one_revision_with_evidence_fragment_and_event(stores: St
 
 def test_importing_the_same_file_twice_records_nothing_the_second_time(stores, tmp_path):
     path = write(tmp_path, CSV)
-    import_csv(stores, path, "ana", "origin", NOW)
-    again = import_csv(stores, path, "ana", "origin", NOW)
+    import_csv(stores, path, "ana", "origin", NOW, PCT)
+    again = import_csv(stores, path, "ana", "origin", NOW, PCT)
     assert (again.revision, again.outcome) == (None, "sin_cambios")
     assert stores.registry.head().revision == 1
 
@@ -78,9 +78,9 @@ def test_importing_the_same_file_twice_records_nothing_the_second_time(stores, t
     ],
 )
 def test_a_bad_file_is_rejected_whole_and_changes_nothing(stores, tmp_path, data, message):
-    import_csv(stores, write(tmp_path, CSV, "good.csv"), "ana", "origin", NOW)
+    import_csv(stores, write(tmp_path, CSV, "good.csv"), "ana", "origin", NOW, PCT)
     with pytest.raises(ImportFileError, match=message):
-        import_csv(stores, write(tmp_path, data), "ana", "origin", NOW)
+        import_csv(stores, write(tmp_path, data), "ana", "origin", NOW, PCT)
     assert stores.registry.head().revision == 1
 
 
@@ -127,7 +127,7 @@ def test_each_observation_keeps_its_own_rows_text_as_fragment(
     """DECISIONS 6: an import's `fragmento` is "its line" (SPEC: the exact portion the value was
     parsed from): the row's own text, cut where the CSV reader cuts rows, whatever else the text
     holds; `linea` is the line the row starts on."""
-    result = import_csv(stores, write(tmp_path, data), "ana", "origin", NOW)
+    result = import_csv(stores, write(tmp_path, data), "ana", "origin", NOW, PCT)
     found = [stores.registry.observation(o.observacion_id) for o in result.observaciones]
     assert [o.fragmento for o in found] == fragments
     events = [stores.registry.events_of(o.id)[0] for o in found]
@@ -151,7 +151,7 @@ def test_a_file_the_csv_reader_refuses_is_an_import_error(stores, tmp_path, data
     after a closing quote), is a refused file naming its line: not a crash, not a value made
     from a guess (a quote left open was imported as the rest of the file's text)."""
     with pytest.raises(ImportFileError, match=message):
-        import_csv(stores, write(tmp_path, data), "ana", "origin", NOW)
+        import_csv(stores, write(tmp_path, data), "ana", "origin", NOW, PCT)
     assert stores.registry.head() is None
 
 
@@ -159,7 +159,7 @@ def test_an_import_never_replaces_a_direct_observation(stores, capture, tmp_path
     direct = capture(body="19/09/2026|3.354|3.362|")
     result = import_csv(
         stores, write(tmp_path, b"fecha_serie,compra,venta\n2026-09-19,3.100,3.200\n"),
-        "ana", "origin", NOW,
+        "ana", "origin", NOW, PCT,
     )  # fmt: skip
     assert result.outcome == "sin_cambios"
     assert stores.registry.valid_observation("USD", "publicado", "2026-09-19").id == (
@@ -170,7 +170,7 @@ def test_an_import_never_replaces_a_direct_observation(stores, capture, tmp_path
 def test_a_direct_capture_supersedes_an_import_as_new_data(stores, capture, tmp_path):
     imported = import_csv(
         stores, write(tmp_path, b"fecha_serie,compra,venta\n2026-09-20,3.354,3.362\n"),
-        "ana", "origin", NOW,
+        "ana", "origin", NOW, PCT,
     )  # fmt: skip
     old_id = imported.observacion_id
     result = capture(body="20/09/2026|3.354|3.362|")
@@ -191,7 +191,7 @@ def test_an_import_of_both_sides_of_a_pair_checks_it_once(stores: Stores, tmp_pa
         b"2026-09-02,3.36,3.368,publicado\n"
         b"2026-09-01,3.3605,3.368,cierre\n"
     )
-    result = import_csv(stores, write(tmp_path, data), "ana", "both series", NOW)
+    result = import_csv(stores, write(tmp_path, data), "ana", "both series", NOW, PCT)
     cotejos = stores.registry.cotejos_of_revision(result.revision)
     assert sorted((c.contraparte_fecha, c.resultado) for c in cotejos) == [
         ("2026-09-01", "discrepante"),
@@ -201,18 +201,25 @@ def test_an_import_of_both_sides_of_a_pair_checks_it_once(stores: Stores, tmp_pa
     assert alert.contador == 1
 
 
-def test_an_odd_value_imported_is_kept_and_marked_with_its_alert(stores: Stores, tmp_path):
+ODD_ROWS = [
+    b"2021-05-12,3.708,3.712\n",
+    b"2021-05-13,3.726,3.725\n",
+    b"2021-05-14,3.713,3.717\n",
+    b"2021-05-15,4.084,4.089\n",
+]
+
+
+@pytest.mark.parametrize("order", ["oldest first", "newest first"])
+def test_an_odd_value_imported_is_kept_and_marked_with_its_alert(
+    stores: Stores, tmp_path: Path, order: str
+) -> None:
     """DECISIONS 6: what a source published is recorded even when odd, marked
     ``plausibilidad_baja`` with an alert; an import says what a source published. The tax
-    authority's 2021-05-13 (compra above venta) and a move of 10% from the date before it."""
-    data = (
-        b"fecha_serie,compra,venta\n"
-        b"2021-05-12,3.708,3.712\n"
-        b"2021-05-13,3.726,3.725\n"
-        b"2021-05-14,3.713,3.717\n"
-        b"2021-05-15,4.084,4.089\n"
-    )
-    result = import_csv(stores, write(tmp_path, data), "ana", "the real history", NOW)
+    authority's 2021-05-13 (compra above venta) and a move of 10% from the date before it,
+    measured from that date whatever the file's order."""
+    rows = ODD_ROWS if order == "oldest first" else ODD_ROWS[::-1]
+    data = b"fecha_serie,compra,venta\n" + b"".join(rows)
+    result = import_csv(stores, write(tmp_path, data), "ana", "the real history", NOW, PCT)
     assert result.outcome == "nueva"
     marked = {}
     for outcome in result.observaciones:
@@ -237,7 +244,7 @@ def test_a_capture_after_an_import_is_measured_from_it(stores: Stores, capture, 
     """The move of a capture is measured from the valid observation before it, an import too."""
     import_csv(
         stores, write(tmp_path, b"fecha_serie,compra,venta\n2026-09-19,3.000,3.010\n"),
-        "ana", "origin", NOW,
+        "ana", "origin", NOW, PCT,
     )  # fmt: skip
     result = capture(body="20/09/2026|3.354|3.362|")
     events = stores.registry.events_of(result.observacion_id)

@@ -47,3 +47,11 @@ def test_a_series_switch_is_checked_without_a_store(
     with pytest.raises(OperatorError, match=message):
         check_series_switch(serie, actor, justification)
     assert check_series_switch("cierre", " ana ", "j") == ("ana", "j")
+
+
+@pytest.mark.parametrize("value", ["0", "0.3", "0.5004", "20", "33.5"])
+def test_an_annotated_value_that_cannot_be_a_rate_is_refused(value: str) -> None:
+    """The bounds of a source's value (builder.sources.common): 0.5 or less, 20 or more."""
+    with pytest.raises(OperatorError, match="cannot be a USD/PEN rate"):
+        parse_annotation("2026-09-18", "t", "ana", "why", "publicado", value, "3.362")
+    assert parse_annotation("2026-09-18", "t", "ana", "why", "publicado", "0.501", "3.362")

@@ -130,7 +130,7 @@ def test_a_refused_fill_for_a_head_is_recorded_as_the_head_the_client_sent(
 ) -> None:
     """nginx fills its cache with a GET for a client's HEAD (``X-Original-Method``). A fill
     refused there is the answer the client got: its 503 is recorded as that HEAD, with the hash
-    of no bytes, superseding the 200 its auth step recorded (docs/operating/edge.md#failures)."""
+    of no bytes, superseding the 200 its auth step recorded (docs/operating/edge.md#limits)."""
     answer = auth(gateway, AS_OF, **{"X-Original-Method": "HEAD"})
     request_id = answer.headers["X-Request-Id"]
     [step] = ledger_entries(gateway.env, request_id)
