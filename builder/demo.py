@@ -35,6 +35,7 @@ from datetime import UTC, date, datetime
 from importlib import resources
 from pathlib import Path
 
+from builder.capture.alerting import sync_alerts
 from builder.capture.centralbank import capture_centralbank
 from builder.capture.importer import import_csv
 from builder.capture.run import Stores
@@ -108,7 +109,9 @@ def local_source() -> Iterator[tuple[str, list[tuple[int, bytes, str]]]]:
 def resolve_reviewed(stores: Stores, now: datetime) -> None:
     """Resolve the open ``plausibilidad_baja`` alerts of the seed's :data:`REVIEWED` dates, as
     its operator would: each value is what the source published (docs/sources.md). On every
-    run, so that one stopped between the import and this still ends with them resolved."""
+    run, so that one stopped between the import and this still ends with them resolved; the
+    alerts are brought up to the registry first (docs/operating/alerts.md#follow-the-registry)."""
+    sync_alerts(stores.registry, stores.alerts)
     for alert in stores.alerts.list(open_only=True):
         if (alert.tipo, alert.fuente, alert.fecha_serie) in REVIEWED:
             stores.alerts.resolve(alert.id, "fxev-demo", now)
