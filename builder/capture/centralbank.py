@@ -24,7 +24,7 @@ from datetime import date, datetime, timedelta
 import requests
 
 from builder.capture.alerting import resolved_without_revision
-from builder.capture.fetch import FetchFailure, fetch
+from builder.capture.fetch import FetchFailure, fetch_source
 from builder.capture.record import record_failure, record_rates
 from builder.capture.run import (
     Answer,
@@ -44,6 +44,7 @@ from builder.sources.common import InvariantError, SourceFormatError, content_ty
 
 CENTRALBANK = SourceSpec(centralbank.FUENTE, centralbank.SERIE, centralbank.PARSER_VERSION)
 USER_AGENT = "fxev/1.0 (exchange-rate evidence service; +https://github.com/fxev)"
+ASKED_WITH = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 
 
 def requested_dates(start: date, end: date) -> list[date]:
@@ -107,25 +108,13 @@ def read_range(
         exchange = SavedAnswer(saved, f"GET {url}", content_type_of(saved))
     else:
         try:
-            exchange = fetch(
-                url,
-                max_body_bytes=settings.max_body_bytes,
-                deadline_s=settings.capture_deadline_s,
-                proxy=settings.proxy,
-                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-                session=session,
-            )
+            exchange = fetch_source(settings, url, headers=ASKED_WITH, session=session)
         except FetchFailure as failure:
-            kind, message = failure.alert_type, failure.message
             return RangeRead(
-                start,
-                end,
-                url,
-                failure.exchange,
-                alert_type=kind,
-                message=message,
+                start, end, url, failure.exchange,
+                alert_type=failure.alert_type, message=failure.message,
                 truncated=failure.truncated,
-            )
+            )  # fmt: skip
         faults.crash_point("after_fetch")
     try:
         answer = centralbank.parse_response(

@@ -20,13 +20,16 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 import urllib3
 
 from builder.capture.deadline import ACTIVE, Deadline, new_session
 from builder.core.vocabulary import CAMBIO_FORMATO, FUENTE_NO_DISPONIBLE, TUNEL_CAIDO
+
+if TYPE_CHECKING:
+    from builder.core.settings import Settings
 
 USER_AGENT = "fxev/0.1 (+evidence capture of official USD/PEN rates)"
 CONNECT_TIMEOUT_S = 10.0
@@ -81,6 +84,26 @@ class FetchFailure(Exception):
         self.message = message
         self.exchange = exchange
         self.truncated = exchange.truncated if exchange is not None else truncated
+
+
+def fetch_source(
+    settings: Settings,
+    url: str,
+    *,
+    headers: dict[str, str] | None = None,
+    session: requests.Session | None = None,
+) -> HttpExchange:
+    """:func:`fetch` of a source's ``url`` within the settings' body cap
+    (``FXEV_MAX_BODY_BYTES``), deadline (``FXEV_CAPTURE_DEADLINE_S``) and proxy
+    (``FXEV_PROXY``)."""
+    return fetch(
+        url,
+        max_body_bytes=settings.max_body_bytes,
+        deadline_s=settings.capture_deadline_s,
+        proxy=settings.proxy,
+        headers=headers,
+        session=session,
+    )
 
 
 def fetch(

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import requests
 
-from builder.capture.fetch import FetchFailure, fetch
+from builder.capture.fetch import FetchFailure, fetch_source
 from builder.capture.record import record_failure, record_rates
 from builder.capture.run import CaptureResult, OperationalChecks, Run, SourceSpec, Stores
 from builder.core.settings import Settings
@@ -41,13 +41,7 @@ def _capture_taxauth_txt(
     url = url or settings.taxauth_url
     expected = run.today_lima
     try:
-        exchange = fetch(
-            url,
-            max_body_bytes=settings.max_body_bytes,
-            deadline_s=settings.capture_deadline_s,
-            proxy=settings.proxy,
-            session=session,
-        )
+        exchange = fetch_source(settings, url, session=session)
     except FetchFailure as failure:
         checks.clock(failure.exchange)
         return record_failure(
