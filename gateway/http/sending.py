@@ -38,6 +38,8 @@ IMMUTABLE = {
     "Cache-Control": vocabulary.IMMUTABLE,
     "CDN-Cache-Control": vocabulary.CDN_IMMUTABLE,
 }
+# The white space RFC 9110 allows around a list's members (OWS): spaces and tabs, no other.
+OWS = " \t"
 # A route's handler: the request (and its path parameters) in, the response out.
 Handler = Callable[..., Awaitable[HTTPResponse]]
 # docs/decisions.md#cors: what a listed origin's scripts may read, and what a preflight allows.
@@ -116,7 +118,7 @@ def allowed_origin(request: Request) -> str | None:
 def listed(origins: frozenset[str] | None, origin: str | None) -> str | None:
     """``origin`` (its spaces and tabs around trimmed, as RFC 9110 reads a field's value) when
     ``origins`` lists it (any, for ``*``); None when it is not, or no origin is configured."""
-    origin = None if origin is None else origin.strip(" \t")
+    origin = None if origin is None else origin.strip(OWS)
     if origins is None or not origin:
         return None
     return origin if "*" in origins or origin in origins else None
@@ -165,14 +167,18 @@ def preflight(request: Request) -> HTTPResponse:
 
 
 def etag_matches(request: Request, etag: str) -> bool:
-    header = request.headers.get("if-none-match")
-    if header is None:
+    """Whether ``If-None-Match`` names ``etag`` (RFC 9110 13.1.2, weak comparison), read as
+    nginx reads it, so that the edge's cache answers a validator as a gateway does: ``*`` only
+    as a field line's whole value, members split on commas with spaces and tabs around them
+    (no other white space) ignored. A list over several field lines is one list (RFC 9110 5.3),
+    where nginx reads the first line only: a gateway matches whatever the edge matches."""
+    lines = request.headers.getall("if-none-match", [])
+    if not lines:
         return False
-    lines = request.headers.getall("if-none-match")
-    if len(lines) > 1:  # a list over several field lines is one list (RFC 9110 5.3)
-        header = ",".join(lines)
-    candidates = [c.strip().removeprefix("W/") for c in header.split(",")]
-    return "*" in candidates or etag in candidates
+    if any(line.strip(OWS) == "*" for line in lines):
+        return True
+    members = ",".join(lines).split(",")
+    return any(member.strip(OWS).removeprefix("W/") == etag for member in members)
 
 
 def send_immutable(
