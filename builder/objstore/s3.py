@@ -230,11 +230,12 @@ class ObjectStore:
         return Put.WRITTEN if held is None else Put.REPLACED
 
     def _check_same(self, key: str, held: dict[str, Any], data: bytes, digest: str) -> None:
-        """Whether ``key`` holds ``data`` (SHA-256 ``digest``), judged by its bytes: metadata
-        anyone can set, and an ETag whose meaning depends on the store, only refuse early. Keys
-        already held are few (a publish run again after it was interrupted)."""
-        recorded = held.get("Metadata", {}).get(SHA256_META)
-        same = recorded in (None, digest) and held.get("ContentLength", len(data)) == len(data)
+        """Whether ``key`` holds ``data`` (SHA-256 ``digest``), judged by its bytes, never by
+        its metadata, which anyone can set (a copy made by hand may carry another object's) or
+        by an ETag, whose meaning depends on the store: only a length the store reports as
+        other refuses early. Keys already held are few (a publish run again after it was
+        interrupted)."""
+        same = held.get("ContentLength", len(data)) == len(data)
         if same:
             stored = self.get(key)
             same = stored is not None and hashlib.sha256(stored).hexdigest() == digest

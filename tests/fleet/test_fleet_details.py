@@ -278,6 +278,27 @@ def test_publish_refuses_a_key_holding_other_bytes_behind_a_copied_sha256(
     assert keys.POINTER not in store_keys(store_env)
 
 
+def test_publish_skips_a_key_holding_the_same_bytes_behind_a_wrong_sha256(
+    operator: Host, store_env: dict[str, str], fxev: Fxev
+) -> None:
+    """DECISIONS 10: "never overwriting a key with other bytes (that is an error, exit 1) ...
+    a second run uploads nothing"; docs/operating/fleet.md#publish: "the same" is judged by
+    the bytes, "never by metadata, which anyone may set". A key of the tree already holding
+    the very bytes, with an `x-amz-meta-sha256` naming another hash (a copy made by hand), is
+    skipped, not refused as other bytes."""
+    tree = TreeReader(operator.site)
+    head = tree.published_revision()
+    assert head is not None
+    sha = next(meta.sha256 for r in range(head, 0, -1) for meta in tree.record(r).evidence.values())
+    env = {**store_env, "FXEV_STORE_URL": store_env["FXEV_STORE_URL"] + "-same-bytes"}
+    store_put(env, keys.object_key(sha), tree.read_object(sha), Metadata={"sha256": "0" * 64})
+
+    ran = fxev(env_of(operator, env), "publish")
+    assert ran.code == 0, (ran.code, ran.out, ran.err)
+    assert ran.last["skipped"] == 1
+    assert keys.POINTER in store_keys(env)
+
+
 def test_a_publish_killed_half_way_leaves_no_pointer_and_the_next_run_uploads_only_the_rest(
     operator: Host,
     store_env: dict[str, str],
