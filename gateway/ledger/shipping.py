@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import re
 import secrets
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from builder.core.errors import Conflict
+from builder.core.settings import SettingsError
 from builder.disk.durable import replace_durably
 from gateway.ledger.reading import SUFFIX, ledger_folder, read_entries, shown
 from gateway.ledger.writer import SETTLED_SUFFIX
@@ -221,6 +223,23 @@ def find_everywhere(
 # -- the gateway's main process ---------------------------------------------------------------
 
 
+def ship_interval(raw: str) -> float:
+    """The shipping interval a ``FXEV_LEDGER_SHIP_INTERVAL_S`` of ``raw`` asks for (empty: the
+    default); a ``SettingsError`` for anything but a positive number of seconds."""
+    if not raw.strip():
+        return INTERVAL_S
+    try:
+        interval = float(raw)
+    except ValueError:
+        interval = math.nan
+    if not 0 < interval <= INTERVAL_S:
+        raise SettingsError(
+            f"{INTERVAL_VARIABLE} must be a number of seconds above 0 and at most {INTERVAL_S},"
+            f" got {raw[:40]!r}"
+        )
+    return interval
+
+
 class Shipper:
     """Ships the home's ledger every ``interval`` seconds on a thread, and once more at stop."""
 
@@ -231,7 +250,7 @@ class Shipper:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Shipper:
-        interval = float(os.environ.get(INTERVAL_VARIABLE) or INTERVAL_S)
+        interval = ship_interval(os.environ.get(INTERVAL_VARIABLE, ""))
         return cls(ledger_folder(settings.home), object_store(settings), interval)
 
     def start(self) -> None:

@@ -1050,7 +1050,9 @@ def test_fxev_serve_on_a_fleet_host_needs_no_home_but_a_mirrored_tree(
     `serve` a published tree ... One line naming the resolved path, exit 1; such a command never
     creates an empty home (a gateway host in fleet mode has no registry, and needs none)."
     `fxev serve` with Redis set: a site never mirrored is refused in one line and no home is
-    made; over a mirrored site and a home that does not exist yet it serves a Redis token."""
+    made; over a mirrored site and a home that does not exist yet it serves a Redis token.
+    Section 3: "Every CLI error ... is one line on stderr, never a traceback": a shipping
+    interval that is not a positive number of seconds is refused so."""
     from builder.fleet.processes import free_ports
 
     _, token = issue(fleet, "r2-serve")
@@ -1067,6 +1069,14 @@ def test_fxev_serve_on_a_fleet_host_needs_no_home_but_a_mirrored_tree(
     assert not home.exists()
 
     assert fleet.fxev(env, "mirror").code == 0
+    for interval in ("abc", "0", "-1", "nan"):
+        refused = subprocess.run(
+            [fxev_bin, "serve", "--port", port, "--workers", "1"], cwd=tmp_path,
+            env=env | {"FXEV_LEDGER_SHIP_INTERVAL_S": interval},
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert refused.returncode == 1, (interval, refused.stderr)
+        assert "FXEV_LEDGER_SHIP_INTERVAL_S" in one_line_error(refused.stderr), interval
     with (tmp_path / "serve.log").open("wb") as log:
         process = subprocess.Popen(
             [fxev_bin, "serve", "--port", port, "--workers", "1"], env=env, cwd=tmp_path,
