@@ -584,17 +584,17 @@ def doc_block(page: Path, after_heading: str) -> str:
 def test_trying_a_capture_by_hand_works_as_the_cli_page_says(tmp_path: Path) -> None:
     """Newcomer path (README and docs/ alone must let a newcomer succeed; DECISIONS 3's capture
     outcomes): the block of docs/operating/cli.md#try-a-capture, run line by line as written
-    (its port and /tmp/src moved to free ones, its background server started and stopped by
-    this test), in a fresh home: each `# "outcome":...` comment is what the line prints, the
-    failure's alert `contador` is 1 then 2, the next good capture resolves it, registry verify
-    and build exit 0."""
+    (its port moved to a free one, its scratch folder made by this test, its background server
+    started and stopped by this test), in a fresh home: each `# "outcome":...` comment is what
+    the line prints, the failure's alert `contador` is 1 then 2, the next good capture resolves
+    it, registry verify and build exit 0."""
     block = doc_block(ROOT / "docs" / "operating" / "cli.md", "## Trying a capture by hand")
     port = str(free_port())
     src = tmp_path / "src"
     lines = [
-        line.replace("8765", port).replace("/tmp/src", str(src))
+        line.replace("8765", port).replace("$TRY", str(tmp_path))
         for line in block.splitlines()
-        if line.strip()
+        if line.strip() and not line.startswith(("TRY=", "rm -rf"))
     ]
     server_lines = [line for line in lines if "http.server" in line]
     assert len(server_lines) == 1, lines
