@@ -168,9 +168,9 @@ http {
             if ($fxev_with_body) { return 418; }
 @@IMMUTABLE@@
         }
-        # The transparency log: public; tiles, entry bundles and rows lists cached (immutable),
-        # no token to check, a fresh X-Request-Id. Passed as the as-of pages are: requests
-        # with another precondition than If-None-Match, and requests with a body.
+        # The transparency log: public; tiles, entry bundles and rows lists cached, no token to
+        # check, a fresh X-Request-Id. Passed as the as-of pages are: requests with another
+        # precondition than If-None-Match, and requests with a body.
         location /v1/log/ {
             error_page 418 = @fxev_pass;
 @@SECOND_REDIRECT@@
@@ -180,6 +180,16 @@ http {
             proxy_cache fxev_cache;
             proxy_cache_key "log $request_uri";
             proxy_cache_lock on;
+            # A browser's request (it sends Origin) is a gateway's to answer, never kept: the
+            # CORS headers it gets are those of the gateways' FXEV_CORS_ORIGINS of the moment,
+            # which the edge cannot see (the checked routes learn them from the auth step).
+            proxy_cache_bypass $http_origin;
+            proxy_no_cache $http_origin;
+            # Kept a minute, then fetched again, whatever the year the gateway allows: the bytes
+            # of a path change only for a tree of another registry (fxev build --rebuild), and
+            # its headers with FXEV_CORS_ORIGINS (Vary: Origin); neither outlives a minute here.
+            proxy_cache_valid 200 1m;
+            proxy_ignore_headers Cache-Control Expires;
             proxy_hide_header X-Request-Id;
             add_header X-Request-Id $fxev_log_request_id always;
             add_header X-Cache $upstream_cache_status always;

@@ -15,6 +15,7 @@ import base64
 import dataclasses
 import gzip
 import hashlib
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
@@ -1219,9 +1220,14 @@ def test_a_changed_cors_setting_never_answers_from_an_entry_filled_under_the_old
     gave it: after FXEV_CORS_ORIGINS changed and the gateways restarted, a hit still sent
     `Access-Control-Allow-Origin` for an origin no longer listed (and, the other way, lacked
     it). The key now holds which CORS headers the gateway gives the origin (`X-Fxev-Cors`).
-    Also an `Origin` with a space after it, which nginx trims, is read as the gateway reads it."""
+    Also an `Origin` with a space after it, which nginx trims, is read as the gateway reads it.
+    The public log has no auth step to tell the edge: a browser's request for a tile (with
+    `Origin`) is passed to a gateway, never answered from the cache; a tile kept for requests
+    without one carries the `Vary: Origin` of the setting it was filled under, for at most
+    the minute the edge keeps it."""
     token = front.token("cors-change")
     evidence = evidence_of(front, token)
+    tile = log_tile(front)
     gateways = front.running.gateways
     listed_env = dict(gateways[0].env)
 
@@ -1240,11 +1246,27 @@ def test_a_changed_cors_setting_never_answers_from_an_entry_filled_under_the_old
                     edge = front.edge(path, token, **origin, **IDENTITY)
                     direct = front.direct(path, token, **origin, **IDENTITY)
                     assert_same_answer(edge, direct, f"{label} {path} {origin}")
+        for origin in ({"Origin": ORIGIN}, {"Origin": ORIGIN + " "}):
+            for _ in range(2):
+                edge = front.edge(tile, None, **origin, **IDENTITY)
+                assert edge.one("x-cache") == "BYPASS", (label, origin)
+                assert_same_answer(edge, front.direct(tile, None, **origin, **IDENTITY), label)
 
+    kept = front.edge(tile, None, **IDENTITY)  # kept under the listed setting: Vary: Origin
+    kept_at = time.monotonic()
+    assert kept.one("vary") == "Origin"
     compare("listed")
     try:
         restart({k: v for k, v in listed_env.items() if k != "FXEV_CORS_ORIGINS"})
         compare("unset")
+        direct = front.direct(tile, None, **IDENTITY)
+        assert direct.one("vary") is None
+        while (edge := front.edge(tile, None, **IDENTITY)).one("x-cache") == "HIT":
+            assert edge.one("vary") == "Origin"
+            assert time.monotonic() - kept_at < 70, "the edge kept a log tile over a minute"
+            time.sleep(2)
+        assert edge.one("x-cache") == "EXPIRED"
+        assert_same_answer(edge, direct, "a tile fetched again after its minute")
         restart({**listed_env, "FXEV_CORS_ORIGINS": "https://other.example"})
         compare("another")
     finally:
