@@ -38,13 +38,13 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if args.require_published and not (settings.site / POINTER).exists():
         where = (settings.site / POINTER).absolute()
         raise NotFound(f"no published tree at {where} (run fxev build, or set FXEV_SITE)")
-    refuse_unusable_port(args.host, args.port, "pick another with --port")
-    check_stores(settings)  # after the port: a refused start changes nothing
     shipper = None
     if settings.store_url is not None:  # fleet mode: the main process ships the ledger
         from gateway.ledger.shipping import Shipper
 
-        shipper = Shipper.from_settings(settings)
+        shipper = Shipper.from_settings(settings)  # its interval checked before anything starts
+    refuse_unusable_port(args.host, args.port, "pick another with --port")
+    check_stores(settings)  # after the port: a refused start changes nothing
     serve_factory(create_app_from_env, args.host, args.port, args.workers, shipper=shipper)
     return 0
 

@@ -190,6 +190,10 @@ http {
             # its headers with FXEV_CORS_ORIGINS (Vary: Origin); neither outlives a minute here.
             proxy_cache_valid 200 1m;
             proxy_ignore_headers Cache-Control Expires;
+            # No gateway answers: a tile kept here is served as it was (X-Cache: STALE, a
+            # request id of the edge's), anything else gets the edge's 503 with the API's body.
+            proxy_cache_use_stale error timeout http_502 http_504;
+            error_page 502 504 = @fxev_down;
             proxy_hide_header X-Request-Id;
             add_header X-Request-Id $fxev_log_request_id always;
             add_header X-Cache $upstream_cache_status always;

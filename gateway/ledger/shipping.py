@@ -46,6 +46,7 @@ KEYS = "ledger/"  # the store's folder of shipped ledgers
 STATE_DIR = ".shipped"  # in the ledger folder: the host's id, each file's offset shipped, the lock
 INTERVAL_VARIABLE = "FXEV_LEDGER_SHIP_INTERVAL_S"  # internal: the tests' shorter interval
 INTERVAL_S = 30.0
+SHORTEST_INTERVAL_S = 0.1  # a shorter one is a busy loop of store requests
 
 
 def object_store(settings: Settings) -> ObjectStore:
@@ -225,17 +226,17 @@ def find_everywhere(
 
 def ship_interval(raw: str) -> float:
     """The shipping interval a ``FXEV_LEDGER_SHIP_INTERVAL_S`` of ``raw`` asks for (empty: the
-    default); a ``SettingsError`` for anything but a positive number of seconds."""
+    default); a ``SettingsError`` for anything but a number of seconds from 0.1 to 30."""
     if not raw.strip():
         return INTERVAL_S
     try:
         interval = float(raw)
     except ValueError:
         interval = math.nan
-    if not 0 < interval <= INTERVAL_S:
+    if not SHORTEST_INTERVAL_S <= interval <= INTERVAL_S:
         raise SettingsError(
-            f"{INTERVAL_VARIABLE} must be a number of seconds above 0 and at most {INTERVAL_S},"
-            f" got {raw[:40]!r}"
+            f"{INTERVAL_VARIABLE} must be a number of seconds from {SHORTEST_INTERVAL_S} to"
+            f" {INTERVAL_S}, got {raw[:40]!r}"
         )
     return interval
 

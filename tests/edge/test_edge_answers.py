@@ -389,7 +389,7 @@ def test_a_304_of_the_public_log_from_the_edge_has_the_gateways_headers(front: F
         assert direct.status == 304 and direct.one("repr-digest") is None
         assert edge.status == 304, (value, edge.status)
         assert edge.api_headers() == direct.api_headers(), (value, edge.one("x-cache"))
-    for value in ('"x", *', f"*, {etag}x", etag + "\x0b", f'"x",{etag}\x0b'):
+    for value in ('"x", *', f"*, {etag}x", "*\t", etag + "\x0b", f'"x",{etag}\x0b'):
         edge = front.edge(tile, **{"If-None-Match": value}, **IDENTITY)
         direct = front.direct(tile, **{"If-None-Match": value}, **IDENTITY)
         assert edge.status == direct.status == 200, (value, edge.status, direct.status)
@@ -1224,7 +1224,8 @@ def test_a_changed_cors_setting_never_answers_from_an_entry_filled_under_the_old
     The public log has no auth step to tell the edge: a browser's request for a tile (with
     `Origin`) is passed to a gateway, never answered from the cache; a tile kept for requests
     without one carries the `Vary: Origin` of the setting it was filled under, for at most
-    the minute the edge keeps it."""
+    the minute the edge keeps it; with no gateway up, the edge serves it as it was, and
+    answers a log path it does not hold with its 503 (section 12: a fresh `X-Request-Id`)."""
     token = front.token("cors-change")
     evidence = evidence_of(front, token)
     tile = log_tile(front)
@@ -1251,6 +1252,11 @@ def test_a_changed_cors_setting_never_answers_from_an_entry_filled_under_the_old
                 edge = front.edge(tile, None, **origin, **IDENTITY)
                 assert edge.one("x-cache") == "BYPASS", (label, origin)
                 assert_same_answer(edge, front.direct(tile, None, **origin, **IDENTITY), label)
+            etag = edge.one("etag") or ""
+            for value in (etag, "W/" + etag, "*", '"other"'):
+                sent = {**origin, "If-None-Match": value, **IDENTITY}
+                edge = front.edge(tile, None, **sent)
+                assert_same_answer(edge, front.direct(tile, None, **sent), f"{label} {value}")
 
     kept = front.edge(tile, None, **IDENTITY)  # kept under the listed setting: Vary: Origin
     kept_at = time.monotonic()
@@ -1267,7 +1273,17 @@ def test_a_changed_cors_setting_never_answers_from_an_entry_filled_under_the_old
             time.sleep(2)
         assert edge.one("x-cache") == "EXPIRED"
         assert_same_answer(edge, direct, "a tile fetched again after its minute")
+        for gateway in gateways:  # none answers: the kept tile as it was, else the edge's 503
+            gateway.stop()
+        kept = front.edge(tile, None, **IDENTITY)
+        assert (kept.status, kept.body) == (200, direct.body), kept.one("x-cache")
+        unknown = front.edge("/v1/log/tile/0/x999/999", None, **IDENTITY)
+        assert unknown.status == 503, unknown.body[:200]
+        error = orjson.loads(unknown.body)
+        assert (error["code"], error["retryable"]) == ("INTERNAL", True)
+        assert error["request_id"] == unknown.one("x-request-id")
         restart({**listed_env, "FXEV_CORS_ORIGINS": "https://other.example"})
+        time.sleep(5.5)  # the edge leaves a gateway that failed out for 5 s (fail_timeout)
         compare("another")
     finally:
         restart(listed_env)
