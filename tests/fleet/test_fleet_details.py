@@ -1069,7 +1069,7 @@ def test_fxev_serve_on_a_fleet_host_needs_no_home_but_a_mirrored_tree(
     assert not home.exists()
 
     assert fleet.fxev(env, "mirror").code == 0
-    for interval in ("abc", "0", "0.01", "-1", "nan", "31", "inf"):
+    for interval in ("abc", "0", "0.01", "-1", "nan", "inf"):
         refused = subprocess.run(
             [fxev_bin, "serve", "--port", port, "--workers", "1"], cwd=tmp_path,
             env=env | {"FXEV_LEDGER_SHIP_INTERVAL_S": interval},
