@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 KEYS = "ledger/"  # the store's folder of shipped ledgers
 STATE_DIR = ".shipped"  # in the ledger folder: the host's id, each file's offset shipped, the lock
-INTERVAL_VARIABLE = "FXEV_LEDGER_SHIP_INTERVAL_S"  # internal: the tests' shorter interval
+INTERVAL_VARIABLE = "FXEV_LEDGER_SHIP_INTERVAL_S"  # internal: the tests' shorter or longer one
 INTERVAL_S = 30.0
 SHORTEST_INTERVAL_S = 0.1  # a shorter one is a busy loop of store requests
 
@@ -226,18 +226,19 @@ def find_everywhere(
 
 def ship_interval(raw: str) -> float:
     """The shipping interval a ``FXEV_LEDGER_SHIP_INTERVAL_S`` of ``raw`` asks for (empty: the
-    default); a ``SettingsError`` for anything but a finite number of seconds of at least 0.1
-    (the tests set it shorter to ship sooner, or longer never to ship until the stop)."""
+    default); a ``SettingsError`` for anything but a number of seconds from 0.1 to the longest
+    a thread can wait (the tests set it shorter to ship sooner, or longer never to ship until
+    the stop)."""
     if not raw.strip():
         return INTERVAL_S
     try:
         interval = float(raw)
     except ValueError:
         interval = math.nan
-    if not (math.isfinite(interval) and interval >= SHORTEST_INTERVAL_S):
+    if not SHORTEST_INTERVAL_S <= interval <= threading.TIMEOUT_MAX:  # nan compares False
         raise SettingsError(
-            f"{INTERVAL_VARIABLE} must be a number of seconds of at least {SHORTEST_INTERVAL_S},"
-            f" got {raw[:40]!r}"
+            f"{INTERVAL_VARIABLE} must be a number of seconds from {SHORTEST_INTERVAL_S} to"
+            f" {threading.TIMEOUT_MAX:.0f}, got {raw[:40]!r}"
         )
     return interval
 
