@@ -20,8 +20,6 @@ from builder.core.arguments import Deferred, OneLineParser, source_url
 from builder.core.errors import reported
 from builder.core.settings import load_settings
 from builder.core.vocabulary import CAPTURED_SOURCES, TAXAUTH_TXT
-from tokens.cli import add_token_commands
-from verifier.cli import add_verify_command
 
 COMMAND_GROUP = "fxev.commands"
 COMMANDS = "builder.commands"  # where the handlers are, imported when one runs
@@ -126,8 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
     verify = registry.add_parser("verify", help="walk the hash chain and every evidence blob")
     verify.set_defaults(handler=Deferred(COMMANDS, "cmd_registry_verify"))
 
-    add_verify_command(commands)
-
     export = commands.add_parser("export", help="export the registry").add_subparsers(
         dest="export_command", required=True
     )
@@ -156,7 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mirroring.set_defaults(handler=Deferred(COMMANDS, "cmd_mirror"))
 
-    add_token_commands(commands)
     add_log_commands(commands)
     add_contributed_commands(commands)
     return parser
@@ -177,7 +172,8 @@ def add_log_commands(commands: argparse._SubParsersAction) -> None:  # type: ign
 
 def add_contributed_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Subcommands other packages contribute through the ``fxev.commands`` entry points (the
-    gateway's ``serve`` and ``requests``), so the write side never imports the gateway."""
+    tokens' ``token``, the consumer's ``verify``, the gateway's ``serve``, ``requests``,
+    ``ledger`` and ``edge``), so the write side imports none of those packages."""
     for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
         entry.load()(commands)
 
