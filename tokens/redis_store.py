@@ -24,6 +24,7 @@ from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from builder.core.canonical import epoch_us, parse_utc_timestamp, utc_timestamp
+from builder.ops.redisclient import connect
 from tokens.store import (
     IssuedToken,
     TokenConflict,
@@ -81,9 +82,7 @@ class RedisTokenStore:
 
     @classmethod
     def open(cls, url: str) -> RedisTokenStore:
-        import redis  # only fleet mode needs the client
-
-        return cls(redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5))
+        return cls(connect(url))
 
     def close(self) -> None:
         self.client.close()

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 THREE_PLACES = Decimal("0.001")
 _DECIMAL_TEXT = re.compile(r"[+-]?([0-9]+)(?:\.([0-9]+))?")  # ASCII digits only
-_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # utc_timestamp's form; the hour bounded, since a later fromisoformat reads 24:00 as midnight.
 _UTC_TIMESTAMP = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-9]{2}:[0-9]{2}\.[0-9]{6}Z"
@@ -22,7 +22,7 @@ _UTC_TIMESTAMP = re.compile(
 def iso_date(raw: str) -> date:
     """A calendar date written ``YYYY-MM-DD``, the one form dates take in fxev; ValueError for
     anything else (``date.fromisoformat`` alone also takes ``20260901`` and ``2026-W36-2``)."""
-    if not _ISO_DATE.fullmatch(raw):
+    if not ISO_DATE.fullmatch(raw):
         raise ValueError(f"{raw!r} is not a date YYYY-MM-DD")
     return date.fromisoformat(raw)
 
@@ -40,14 +40,6 @@ def canonical_rate(raw: str) -> str:
     # Enough precision for any digit count, so quantize never raises InvalidOperation.
     context = Context(prec=len(raw) + 4, rounding=ROUND_HALF_UP)
     return str(Decimal(raw).quantize(THREE_PLACES, context=context))
-
-
-def decimal_places(raw: str) -> int:
-    """Number of digits after the decimal point of a plain decimal text."""
-    match = _DECIMAL_TEXT.fullmatch(raw)
-    if not match:
-        raise ValueError(f"not a plain decimal number: {raw!r}")
-    return len(match.group(2) or "")
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

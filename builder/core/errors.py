@@ -145,9 +145,14 @@ _SQLITE_CORRUPT = {SQLITE_CORRUPT, SQLITE_NOTADB}
 _REDIS_UNREACHABLE = frozenset({"ConnectionError", "TimeoutError"})
 
 
+def is_redis_error(error: BaseException) -> bool:
+    """An error of redis-py's, told by its module so that the core never imports the client."""
+    return type(error).__module__.startswith("redis.")
+
+
 def from_environment(error: BaseException) -> FxevError | None:
     """The error an expected environmental failure stands for, or None for anything else."""
-    if type(error).__module__.startswith("redis."):
+    if is_redis_error(error):
         unreachable = any(kind.__name__ in _REDIS_UNREACHABLE for kind in type(error).__mro__)
         told = "cannot be reached" if unreachable else "refused the command"
         return RemoteError(f"Redis at FXEV_REDIS_URL {told}: {error}")

@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from builder.core.errors import RemoteError
+from builder.core.errors import RemoteError, is_redis_error
 from builder.core.vocabulary import RESUELTA
 from builder.ops.alerts import Alert, AlertState, AlertStore
+from builder.ops.redisclient import connect
 
 if TYPE_CHECKING:
     import redis
 
 KEY = "fxev:alerts"
-TIMEOUT_S = 5.0
 
 # KEYS[1] the hash; ARGV: store id, generation, snapshot. 1 if written, 0 if Redis holds the
 # same store's generation or a newer one.
@@ -62,12 +62,6 @@ def parse_snapshot(payload: bytes) -> tuple[Alert, ...]:
     return tuple(Alert(**item) for item in orjson.loads(payload))
 
 
-def connect(url: str) -> redis.Redis:
-    import redis  # only fleet mode needs the client
-
-    return redis.Redis.from_url(url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S)
-
-
 def publish(client: redis.Redis, state: AlertState) -> bool:
     """Write ``state`` unless Redis holds it or a newer one; whether it wrote."""
     args = (state.store_id, state.generation, snapshot_bytes(state.alerts))
@@ -87,10 +81,6 @@ def share(store: AlertStore, url: str, *, always: bool = False) -> bool:
         client.close()
     store.mark_shared(state.generation)
     return True
-
-
-def is_redis_error(error: BaseException) -> bool:
-    return type(error).__module__.startswith("redis.")
 
 
 def check_reachable(url: str) -> None:

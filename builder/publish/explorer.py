@@ -231,14 +231,3 @@ def _names(folder: Path) -> set[str]:
         return set(os.listdir(folder))
     except FileNotFoundError:
         return set()
-
-
-def render_explorer(tree: TreeWriter, registry: Registry) -> ExplorerResult:
-    """Bring the explorer up to the published revision (a no-op when it is) and sweep."""
-    revision = tree.published_revision()
-    if revision is None:
-        return ExplorerResult(None, ())
-    writer = ExplorerWriter(tree, registry)
-    result = writer.prepare(revision)
-    writer.sweep(result)
-    return result

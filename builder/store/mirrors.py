@@ -25,7 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.ops.shared_alerts import connect, is_redis_error
+from builder.core.errors import is_redis_error
+from builder.ops.redisclient import connect
 
 if TYPE_CHECKING:
     import redis

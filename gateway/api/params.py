@@ -14,13 +14,14 @@ from collections.abc import Collection, Mapping
 from datetime import MAXYEAR, MINYEAR, UTC, date, datetime
 from urllib.parse import parse_qsl, quote, unquote
 
+from builder.core.canonical import ISO_DATE, iso_date
 from builder.core.vocabulary import CURRENCIES, SERIES, UUID
 from gateway.api import pagetoken
 from gateway.errors import InvalidParams, PathValidation, UnsupportedCurrency, UnsupportedSeries
 
 MAX_YEARS = 5
 # The forms values must take; the OpenAPI document's patterns are made from these.
-DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+DATE = ISO_DATE
 REVISION = re.compile(r"[1-9][0-9]*")
 INSTANT = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?"
@@ -76,9 +77,7 @@ def _required(params: Mapping[str, str], name: str) -> str:
 
 def parse_date(name: str, raw: str) -> date:
     try:
-        if not DATE.fullmatch(raw):
-            raise ValueError(raw)
-        return date.fromisoformat(raw)
+        return iso_date(raw)
     except ValueError:
         raise InvalidParams(f"{name} must be a date YYYY-MM-DD") from None
 

@@ -51,11 +51,10 @@ from typing import TYPE_CHECKING
 
 from sanic import Request
 from sanic.exceptions import BadRequest
-from sanic.exceptions import NotFound as RouteNotFound
 from sanic.response import HTTPResponse
 
 from builder.core import vocabulary
-from gateway.errors import ApiError, InvalidParams, MethodNotAllowed, NotReady
+from gateway.errors import ApiError, InvalidParams, MethodNotAllowed, NotFound, NotReady
 from gateway.http.response import BytesResponse
 from gateway.http.sending import (
     MALFORMED,
@@ -234,11 +233,11 @@ def fill_answer(request: Request, response: HTTPResponse) -> HTTPResponse:
 async def replay(request: Request) -> HTTPResponse:
     """``GET /_edge/answer``: the packed answer, as it was; an unknown path to anyone else."""
     if mode(request) != REPLAY:
-        raise RouteNotFound("No such path.")
+        raise NotFound("No such path.")
     try:
         status, headers, body = unpack(request.headers.getone(ANSWER.lower(), ""))
     except ValueError as error:
-        raise RouteNotFound("No such path.") from error
+        raise NotFound("No such path.") from error
     content_type = next((v for k, v in headers if k.lower() == "content-type"), None)
     kept = [(k, v) for k, v in headers if k.lower() != "content-type"]
     response = BytesResponse(body, status=status, content_type=content_type)
@@ -251,6 +250,6 @@ async def refusal(request: Request, name: str) -> HTTPResponse:
     """``GET /_edge/refusal/<name>``: the gateway's answer to a request nginx refused itself
     (its error body, request id and digest); an unknown path to anyone but the edge."""
     if mode(request) != REFUSAL or name not in REFUSALS:
-        raise RouteNotFound("No such path.")
+        raise NotFound("No such path.")
     kind, message = REFUSALS[name]
     return error_response(request, kind(message))

@@ -47,9 +47,8 @@ import secrets
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from builder.ops import redisclient
 from builder.ops.alerts import Alert
 from builder.ops.shared_alerts import NotShared, SharedAlerts
 from gateway.errors import NotReady
@@ -166,12 +165,7 @@ def mark_key(token_id: str) -> str:
 
 def connect(url: str) -> redis.Redis:
     """A client that fails fast (one retry, which reconnects) rather than hang a worker."""
-    return redis.Redis.from_url(
-        url,
-        socket_timeout=TIMEOUT_S,
-        socket_connect_timeout=TIMEOUT_S,
-        retry=Retry(NoBackoff(), 1),
-    )
+    return redisclient.connect(url, timeout_s=TIMEOUT_S, retry_once=True)
 
 
 def _text(value: Any) -> str:

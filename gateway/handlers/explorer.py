@@ -49,7 +49,7 @@ from gateway.errors import (
 from gateway.handlers import routes
 from gateway.handlers.access import COOKIE, admitted, credential
 from gateway.handlers.ledgering import ledgered
-from gateway.handlers.reading import alert_list, hoy_lima, latest_dates, published, tree
+from gateway.handlers.reading import alert_list, latest_dates, lima_today, published, tree
 from gateway.http.sending import send
 
 HTML = "text/html; charset=utf-8"
@@ -220,7 +220,7 @@ def freshness_entries(request: Request) -> list[dict[str, Any]]:
     current = request.app.ctx.view.current()
     if current is None:
         return []
-    today = hoy_lima(request)
+    today = lima_today(request.app)
     return [
         {"serie": serie, "fecha_serie": fecha, "frescura": frescura(serie, fecha, today)}
         for serie, fecha in latest_dates(tree(request), current.revision)

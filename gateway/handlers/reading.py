@@ -48,11 +48,6 @@ def lima_today(app: Sanic) -> date:
     return app.ctx.lima.day(now_us()).day
 
 
-def hoy_lima(request: Request) -> date:
-    """Today in Lima, as ``request`` is answered (:func:`lima_today`)."""
-    return lima_today(request.app)
-
-
 def latest_dates(tree: TreeReader, revision: int) -> list[tuple[str, str]]:
     """(serie, fecha_serie of its newest item) of every series served at ``revision``."""
     found = []

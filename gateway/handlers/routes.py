@@ -25,7 +25,7 @@ from gateway.api.freshness import frescura, freshness_entry
 from gateway.errors import NoObservations, NotFound, NotReady
 from gateway.handlers.logroutes import log_checkpoint, log_key, log_rows, log_tile
 from gateway.handlers.published import Published, PublishedView
-from gateway.handlers.reading import alert_list, hoy_lima, latest_dates, published, query, tree
+from gateway.handlers.reading import alert_list, latest_dates, lima_today, published, query, tree
 from gateway.http.sending import Handler, send, send_immutable, x_request_id
 
 PAGE_SIZE = 366
@@ -114,7 +114,7 @@ async def rates(request: Request) -> HTTPResponse:
 async def rates_latest(request: Request) -> HTTPResponse:
     pub = published(request)
     view: PublishedView = request.app.ctx.view
-    today = hoy_lima(request)
+    today = lima_today(request.app)
     # The body is a function of the query string, the published revision and today in Lima,
     # but for its fresh request_id: memoised cut around it.
     key = ("latest?", request.query_string, today)
@@ -242,7 +242,7 @@ async def annotations(request: Request) -> HTTPResponse:
 async def health_freshness(request: Request) -> HTTPResponse:
     pub = published(request)
     params.no_params(query(request))
-    today = hoy_lima(request)
+    today = lima_today(request.app)
     entries = [
         freshness_entry(vocabulary.CURRENCY, serie, fecha, today)
         for serie, fecha in latest_dates(tree(request), pub.revision)

@@ -26,7 +26,7 @@ from builder.disk.faults import BUILD_POINTS
 from builder.publish import explorer as explorer_module
 from builder.publish import explorerplan
 from builder.publish.build import Builder
-from builder.publish.explorer import render_explorer
+from builder.publish.explorer import ExplorerResult, ExplorerWriter
 from builder.publish.writer import TreeWriter
 from builder.registry.store import Registry
 from builder.render.explorer import views
@@ -49,6 +49,18 @@ def build(stores: Stores, site: Path) -> TreeWriter:
     tree = TreeWriter(site)
     Builder(stores.registry, stores.blobs, tree).build()
     return tree
+
+
+def render_explorer(tree: TreeWriter, registry: Registry) -> ExplorerResult:
+    """Bring the explorer up to the published revision (a no-op when it is) and sweep: a build's
+    two explorer steps without the pointer's switch between them."""
+    revision = tree.published_revision()
+    if revision is None:
+        return ExplorerResult(None, ())
+    writer = ExplorerWriter(tree, registry)
+    result = writer.prepare(revision)
+    writer.sweep(result)
+    return result
 
 
 def files(folder: Path) -> dict[str, bytes]:

@@ -70,6 +70,7 @@ def test_every_contract_is_kept() -> None:
         ("gateway/api/params.py", "import builder.capture.fetch", "The gateway reads the tree"),
         ("builder/core/canonical.py", "import builder.tree.reader", "The core imports no other"),
         ("verifier/client.py", "import builder.capture.run", "The consumer's verifier"),
+        ("verifier/client.py", "import builder.fleet.topology", "The consumer's verifier"),
         ("builder/tree/reader.py", "import builder.publish.writer", "The write side flows one"),
         ("tokens/store.py", "import gateway.errors", "Nothing imports the gateway"),
         ("builder/demo.py", "import bench.wrk", "Nothing imports the benchmarks"),

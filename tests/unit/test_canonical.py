@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from builder.core.canonical import (
     canonical_rate,
-    decimal_places,
     iso_date,
     parse_utc_timestamp,
     utc_timestamp,
@@ -49,12 +48,6 @@ def test_canonical_rate_always_has_exactly_three_decimals(raw: str) -> None:
     assert integer.isdigit()
     assert len(decimals) == 3
     assert decimals.isdigit()
-
-
-@given(decimal_texts())
-def test_decimal_places_counts_digits_after_the_point(raw: str) -> None:
-    _, point, decimals = raw.partition(".")
-    assert decimal_places(raw) == (len(decimals) if point else 0)
 
 
 @pytest.mark.parametrize(

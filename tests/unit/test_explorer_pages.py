@@ -66,7 +66,8 @@ def test_the_inline_stylesheet_matches_the_hash_the_csp_allows() -> None:
     style = re.search(rb"<style>(.*?)</style>", home(), re.DOTALL)[1]  # type: ignore[index]
     digest = base64.b64encode(hashlib.sha256(style).digest()).decode()
     assert f"'sha256-{digest}'" == pages.STYLE_CSP
-    assert f"style-src {pages.STYLE_CSP}" in pages.CONTENT_SECURITY_POLICY
+    policy = pages.content_security_policy(pages.STYLESHEET.encode())
+    assert f"style-src {pages.STYLE_CSP}" in policy
 
 
 def test_the_home_page_leaves_each_live_part_to_the_gateway_once() -> None:
@@ -124,7 +125,7 @@ def test_wants_html_follows_the_accept_header() -> None:
 
 def test_a_page_is_served_with_the_policy_of_its_own_stylesheet() -> None:
     older = b"<html><style>body{color:red}</style></html>"
-    assert page_policy(home()) == pages.CONTENT_SECURITY_POLICY
+    assert page_policy(home()) == pages.content_security_policy(pages.STYLESHEET.encode())
     assert pages.style_source(b"body{color:red}") in page_policy(older)
     assert pages.STYLE_CSP not in page_policy(older)
 

@@ -74,7 +74,6 @@ def content_security_policy(stylesheet: bytes) -> str:
 
 
 STYLE_CSP = style_source(STYLESHEET.encode())
-CONTENT_SECURITY_POLICY = content_security_policy(STYLESHEET.encode())
 
 
 @functools.cache
