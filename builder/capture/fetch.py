@@ -274,7 +274,14 @@ def _read(
                 continue
             data = chunk
             while data:
-                piece = decoder.decompress(data, limit + 1 - len(out)) if decoder else data
+                try:
+                    piece = decoder.decompress(data, limit + 1 - len(out)) if decoder else data
+                except zlib.error as error:
+                    undecodable = f"body cannot be decompressed: {error}"
+                    if out:  # what decoded is kept: a part of the body
+                        raise failure(CAMBIO_FORMATO, undecodable) from error
+                    unsupported = undecodable  # nothing decoded: read on, the raw bytes kept
+                    break
                 out += piece
                 if len(out) > limit:
                     del out[limit:]
@@ -286,8 +293,6 @@ def _read(
                 data = decoder.unconsumed_tail if decoder else b""
     except FetchFailure:
         raise
-    except zlib.error as error:
-        raise failure(CAMBIO_FORMATO, f"body cannot be decompressed: {error}") from error
     except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
         if deadline.finish():
             raise past_deadline() from error

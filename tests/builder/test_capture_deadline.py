@@ -251,6 +251,7 @@ def test_a_non_2xx_answer_that_cannot_be_decompressed_is_fuente_no_disponible(
     assert [alert.tipo for alert in result.alertas] == ["fuente_no_disponible"]
     evidence, kept = the_evidence(stores, result)
     assert (evidence.http_status, kept) == (502, b"<html>not gzip at all</html>")
+    assert evidence.truncated is False  # every byte the source sent
 
 
 @pytest.mark.parametrize(

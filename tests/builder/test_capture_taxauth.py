@@ -12,8 +12,10 @@ import gzip
 import hashlib
 import json
 import os
+import random
 import threading
 import tracemalloc
+import zlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -431,17 +433,45 @@ def test_size_cap_admits_a_body_of_exactly_the_cap(
     assert len(stores.registry.observations_of_revision(1)) == (outcome == "nueva")
 
 
-def test_undecodable_gzip_is_cambio_formato(capture: Capture, stores: Stores) -> None:
+@pytest.mark.parametrize("size", [16, 200 * 1024], ids=["one-read", "many-reads"])
+def test_undecodable_gzip_is_cambio_formato_kept_whole(
+    size: int, capture: Capture, stores: Stores
+) -> None:
+    """Nothing of it decodes, so its raw bytes are the evidence: all of them, read to the end
+    past the failed decoding (over several reads too), and not marked truncated."""
     headers = [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")]
+    body = (b"this is not gzip" * (size // 16 + 1))[:size]
 
-    result = capture(body=b"this is not gzip", headers=headers)
+    result = capture(body=body, headers=headers)
 
     assert (result.outcome, only(result.alertas).tipo) == ("fallo", "cambio_formato")
+    assert "cannot be decompressed" in only(result.alertas).detalle["mensaje"]
     event = failure_event(stores, 1)
     assert (event.tipo, event.fecha_serie) == ("cambio_formato", "2026-09-20")
     evidence = evidence_of(stores, event)
-    assert (evidence.http_status, evidence.truncated) == (200, True)
+    assert (evidence.http_status, evidence.truncated) == (200, False)
+    assert stores.blobs.read(evidence.sha256) == body
     assert evidence.headers == [list(pair) for pair in headers]
+
+
+def test_gzip_that_breaks_after_a_decoded_part_keeps_that_part_as_truncated(
+    capture: Capture, stores: Stores
+) -> None:
+    """A body whose first reads decode and a later one does not: what decoded is the evidence,
+    a part of the body, so marked truncated."""
+    headers = [("Content-Type", "text/plain"), ("Content-Encoding", "gzip")]
+    content = random.Random(7).randbytes(200 * 1024)  # incompressible: several reads' worth
+    compressor = zlib.compressobj(wbits=16 + zlib.MAX_WBITS)
+    decodable = compressor.compress(content) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    broken = decodable + b"\xff" * 64  # then a block of the reserved type: zlib refuses it
+
+    result = capture(body=broken, headers=headers)
+
+    assert (result.outcome, only(result.alertas).tipo) == ("fallo", "cambio_formato")
+    evidence = evidence_of(stores, failure_event(stores, 1))
+    kept = stores.blobs.read(evidence.sha256)
+    assert evidence.truncated is True
+    assert len(kept) >= 64 * 1024 and content.startswith(kept)
 
 
 @pytest.mark.parametrize("status", [200, 404])
