@@ -1,8 +1,10 @@
-"""Pure freshness arithmetic (docs/decisions.md#freshness): ``frescura`` and the freshness
-entries."""
+"""Pure freshness arithmetic (docs/decisions.md#freshness): how current a series' newest
+observation is, judged on Peru's business calendar, as ``frescura`` and the freshness entries
+write it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -12,26 +14,43 @@ from builder.core.vocabulary import AL_DIA, ATRASADA, LIMA
 ZONE = LIMA.key
 
 
-def frescura(serie: str, fecha_serie: str, today: date) -> dict[str, Any]:
-    """The ``frescura`` block of ``/v1/rates/latest``."""
+@dataclass(frozen=True, slots=True)
+class Freshness:
+    """A series' newest ``fecha_serie`` against the date expected of it ``today`` in Lima."""
+
+    latest: date
+    expected: date
+    business_days_behind: int  # business days after ``latest``, up to ``expected``
+    today: date
+
+    @property
+    def state(self) -> str:
+        return AL_DIA if self.latest >= self.expected else ATRASADA
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``frescura`` block of ``/v1/rates/latest``, in the order its bytes have."""
+        return {
+            "estado": self.state,
+            "n_dias_habiles": self.business_days_behind,
+            "fecha_esperada": self.expected.isoformat(),
+            "hoy_lima": self.today.isoformat(),
+            "zona": ZONE,
+        }
+
+
+def freshness(serie: str, fecha_serie: str, today: date) -> Freshness:
     latest = date.fromisoformat(fecha_serie)
     expected = expected_series_date(serie, today)
-    return {
-        "estado": AL_DIA if latest >= expected else ATRASADA,
-        "n_dias_habiles": count_business_days_after(latest, expected),
-        "fecha_esperada": expected.isoformat(),
-        "hoy_lima": today.isoformat(),
-        "zona": ZONE,
-    }
+    return Freshness(latest, expected, count_business_days_after(latest, expected), today)
 
 
 def freshness_entry(moneda: str, serie: str, fecha_serie: str, today: date) -> dict[str, Any]:
     """One entry of ``/v1/health/freshness``; ``edad_dias_habiles`` is ``n_dias_habiles``."""
-    block = frescura(serie, fecha_serie, today)
+    judged = freshness(serie, fecha_serie, today)
     return {
         "moneda": moneda,
         "serie": serie,
         "ultima_fecha_serie": fecha_serie,
-        "fecha_esperada": block["fecha_esperada"],
-        "edad_dias_habiles": block["n_dias_habiles"],
+        "fecha_esperada": judged.expected.isoformat(),
+        "edad_dias_habiles": judged.business_days_behind,
     }

@@ -37,7 +37,7 @@ from sanic.response import HTTPResponse
 from builder.render.explorer import pages
 from builder.tree.explorer import ExplorerReader
 from gateway.api import params
-from gateway.api.freshness import frescura
+from gateway.api.freshness import freshness
 from gateway.errors import (
     ApiError,
     CrossSiteRequest,
@@ -209,8 +209,7 @@ async def live_parts(request: Request, body: bytes) -> dict[bytes, bytes]:
     if pages.BASE_URL_MARKER in body:
         parts[pages.BASE_URL_MARKER] = str(escape(base_url(request))).encode()
     if pages.ALERTS_MARKER in body:
-        alerts = [a.to_json() for a in await alert_list(request)]
-        parts[pages.ALERTS_MARKER] = pages.alerts_panel(alerts)
+        parts[pages.ALERTS_MARKER] = pages.alerts_panel(await alert_list(request))
     if pages.FRESHNESS_MARKER in body:
         parts[pages.FRESHNESS_MARKER] = pages.freshness_panel(freshness_entries(request))
     return parts
@@ -222,7 +221,7 @@ def freshness_entries(request: Request) -> list[dict[str, Any]]:
         return []
     today = lima_today(request.app)
     return [
-        {"serie": serie, "fecha_serie": fecha, "frescura": frescura(serie, fecha, today)}
+        {"serie": serie, "fecha_serie": fecha, "frescura": freshness(serie, fecha, today).to_json()}
         for serie, fecha in latest_dates(tree(request), current.revision)
     ]
 

@@ -21,7 +21,7 @@ from builder.core.errors import IntegrityError
 from builder.ops.health import ntp_state
 from gateway import openapi
 from gateway.api import envelope, pagetoken, params
-from gateway.api.freshness import frescura, freshness_entry
+from gateway.api.freshness import freshness, freshness_entry
 from gateway.errors import NoObservations, NotFound, NotReady
 from gateway.handlers.logroutes import log_checkpoint, log_key, log_rows, log_tile
 from gateway.handlers.published import Published, PublishedView
@@ -124,7 +124,7 @@ async def rates_latest(request: Request) -> HTTPResponse:
         ref = tree(request).latest(q.series, pub.revision)
         if ref is None:
             raise NoObservations(f"The series {q.series} has no observations.")
-        block = frescura(q.series, ref.fecha_serie, today)
+        block = freshness(q.series, ref.fecha_serie, today).to_json()
         superseded_por = pub.superseded_por.get(ref.observacion_id)
         item = envelope.latest_prefix(ref.prefix, superseded_por, block)
         parts = envelope.finish_around_request_id(item, pub.revision)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import re
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import jinja2
 import pytest
 
+from builder.ops.alerts import Alert
 from builder.render.explorer import pages
 from gateway.handlers.explorer import fill_markers, page_policy, same_origin_post, wants_html
 
@@ -76,17 +78,29 @@ def test_the_home_page_leaves_each_live_part_to_the_gateway_once() -> None:
     assert page.count(pages.FRESHNESS_MARKER) == 1
 
 
-def test_the_alerts_panel_escapes_every_field() -> None:
-    alert = {
+def an_alert(**fields: Any) -> Alert:
+    """An open discrepancia, as the alert store hands it to the panel, with ``fields`` set."""
+    defaults: dict[str, Any] = {
+        "id": "a1",
         "tipo": "discrepancia",
         "estado": "abierta",
-        "contador": 2,
+        "condicion": "discrepancia:taxauth_txt:2026-09-07",
+        "fuente": None,
+        "fecha_serie": None,
+        "contador": 1,
         "primera_vez": "t",
         "ultima_vez": "t",
-        "fuente": HOSTILE,
-        "fecha_serie": None,
-        "detalle": {"mensaje": HOSTILE},
+        "detalle": {},
+        "reconocida_por": None,
+        "reconocida_en": None,
+        "resuelta_por": None,
+        "resuelta_en": None,
     }
+    return Alert(**(defaults | fields))
+
+
+def test_the_alerts_panel_escapes_every_field() -> None:
+    alert = an_alert(fuente=HOSTILE, contador=2, detalle={"mensaje": HOSTILE})
     panel = pages.alerts_panel([alert]).decode()
     assert "<script>" not in panel and "<!--fxev" not in panel
     assert "discrepancia" in panel
@@ -132,22 +146,17 @@ def test_a_page_is_served_with_the_policy_of_its_own_stylesheet() -> None:
 
 def test_an_alerts_detalle_is_a_full_width_list_of_its_fields() -> None:
     evidence = "0b6f3c1e-0000-4000-8000-000000000003"
-    alert = {
-        "tipo": "discrepancia",
-        "estado": "abierta",
-        "contador": 1,
-        "primera_vez": "t",
-        "ultima_vez": "t",
-        "fuente": "taxauth_txt",
-        "fecha_serie": "2026-09-07",
-        "detalle": {
+    alert = an_alert(
+        fuente="taxauth_txt",
+        fecha_serie="2026-09-07",
+        detalle={
             "revision": 6,
             "evidencia_id": evidence,
             "publicado": {"compra": "3.360", "venta": "3.372"},
             "mensaje": "HTTP 503",
         },
-    }
-    panel = pages.alerts_panel([alert, alert | {"detalle": {}}]).decode()
+    )
+    panel = pages.alerts_panel([alert, dataclasses.replace(alert, detalle={})]).decode()
     # One row of fields, then one row for the detalle across every column.
     assert panel.count('<td colspan="7">') == 2 and "<th>detalle</th>" not in panel
     fields = re.findall(r"<dt>(.*?)</dt>\n<dd>(.*?)</dd>", panel)

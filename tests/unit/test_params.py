@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from gateway.api import envelope, pagetoken, params
-from gateway.api.freshness import frescura
+from gateway.api.freshness import freshness
 from gateway.errors import (
     InvalidParams,
     PathValidation,
@@ -198,11 +198,11 @@ def test_rates_body_splices_superseded_por() -> None:
 
 
 def test_frescura_saturday_with_fridays_value_is_late_by_zero_days() -> None:
-    block = frescura("publicado", "2026-09-18", date(2026, 9, 19))
+    block = freshness("publicado", "2026-09-18", date(2026, 9, 19)).to_json()
     assert (block["estado"], block["n_dias_habiles"]) == ("atrasada", 0)
 
 
 def test_frescura_cierre_expects_the_day_before_the_last_business_day() -> None:
-    block = frescura("cierre", "2026-09-17", date(2026, 9, 20))
+    block = freshness("cierre", "2026-09-17", date(2026, 9, 20)).to_json()
     assert block["fecha_esperada"] == "2026-09-17"
     assert block["estado"] == "al_dia"

@@ -13,11 +13,13 @@ import dataclasses
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import jinja2
 from jinja2 import meta
 
+from builder.ops.alerts import Alert
 from builder.render.explorer.calendar import WEEKDAY_HEADERS, YearCalendar
 from builder.render.explorer.chart import Chart
 from builder.tree.revision import EvidenceMeta
@@ -255,7 +257,7 @@ def error_page(status: int, code: str, message: str) -> bytes:
     return render("live_error.html.j2", status=status, code=code, message=message, heading=heading)
 
 
-def alerts_panel(alerts: list[dict[str, Any]]) -> bytes:
+def alerts_panel(alerts: Sequence[Alert]) -> bytes:
     return render("live_alerts.html.j2", alerts=alerts)
 
 
