@@ -30,7 +30,7 @@ lock: $(STAMP)
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(PY) -m builder.demo --serve --port $(PORT)
+	$(PY) -m demo --serve --port $(PORT)
 
 # Redis, the store, the operator's home, two gateway hosts and the edge in front of them on one
 # machine (docs/operating/fleet.md#make-fleet); Ctrl-C stops every process it started.

@@ -1,6 +1,6 @@
 """``python -m bench.edge_load`` (``make bench-edge``): the shipped edge under load.
 
-1. A demo home is built (``builder.demo``) and one gateway started on it (``bench.serve``, 2
+1. A demo home is built (``demo``) and one gateway started on it (``bench.serve``, 2
    workers, the ledger on, limits raised so nothing is refused).
 2. nginx with ``fxev edge config``'s text (``tests.support.edge``) is put in front of it twice,
    asking the gateway's auth lane first (``edge``, as ``make fleet`` runs it) and without a lane

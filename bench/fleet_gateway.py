@@ -1,7 +1,7 @@
 """``python -m bench.fleet_gateway`` (``make bench-fleet``): one gateway in fleet mode against the
 same gateway on one host, in one run.
 
-1. A demo home is built into a temporary folder (``builder.demo``) and a ``redis-server`` started
+1. A demo home is built into a temporary folder (``demo``) and a ``redis-server`` started
    as ``make fleet`` starts it (:func:`builder.fleet.processes.redis_service`: AOF on,
    ``appendfsync always``).
 2. Two gateways over that home, 2 workers each, the ledger on: **one host** (tokens, limits and the

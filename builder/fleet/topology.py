@@ -124,7 +124,7 @@ class Topology:
         """Seed (idempotent), build, publish the alert state and the tree, rotate the token."""
         env = self.operator_env
         seeded = subprocess.run(
-            [PYTHON, "-m", "builder.demo"], env=env, cwd=ROOT, capture_output=True, text=True,
+            [PYTHON, "-m", "demo"], env=env, cwd=ROOT, capture_output=True, text=True,
             timeout=300, check=False,
         )  # fmt: skip
         if seeded.returncode != 0:

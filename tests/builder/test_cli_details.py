@@ -2,7 +2,7 @@
 newcomer path, aimed at what tests/builder/test_cli_errors.py, test_newcomer_paths.py,
 test_decisions_rules.py and tests/docs/ do not reach.
 
-Every check runs the installed ``fxev`` console script (or ``python -m builder.demo``, as
+Every check runs the installed ``fxev`` console script (or ``python -m demo``, as
 ``make run`` does) as a subprocess, with its own temporary ``FXEV_HOME``/``FXEV_SITE``; gateways
 run on free 127.0.0.1 ports and are stopped by their PID. Each test quotes the rule it holds the
 project to in its docstring.
@@ -349,9 +349,9 @@ def test_make_run_refuses_an_impossible_port_in_one_line_before_any_token_change
     stderr and exit 1 **before** any token is revoked or issued" and "Every CLI error ... never
     a traceback". `make run PORT=70000` (the demo's `--port 70000`) is the same mistake.
     (Formerly: `OverflowError: bind(): port must be 0-65535.` with a traceback from
-    builder/demo.py check_port.)"""
+    demo/__init__.py check_port.)"""
     env = clean_env(FXEV_HOME=str(tmp_path / "var"), FXEV_SITE=str(tmp_path / "site_out"))
-    ran = run([sys.executable, "-m", "builder.demo", "--serve", "--port", port], tmp_path, env)
+    ran = run([sys.executable, "-m", "demo", "--serve", "--port", port], tmp_path, env)
     assert port in assert_one_line_error(ran, code=None)
     assert not (tmp_path / "var").exists()
 
@@ -371,13 +371,13 @@ def stop_started(proc: subprocess.Popen[Any]) -> None:
 
 
 class Demo:
-    """``python -m builder.demo --serve --port P`` (what ``make run PORT=P`` runs), stopped by
+    """``python -m demo --serve --port P`` (what ``make run PORT=P`` runs), stopped by
     its PID (it execs the gateway, which keeps the PID)."""
 
     def __init__(self, cwd: Path, env: dict[str, str]) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "builder.demo", "--serve", "--port", str(self.port)],
+            [sys.executable, "-m", "demo", "--serve", "--port", str(self.port)],
             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True,
         )  # fmt: skip

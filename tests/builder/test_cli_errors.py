@@ -206,8 +206,8 @@ def test_a_usage_error_is_one_line_exit_2_and_no_home(
     [
         ("gateway", ("serve", "--workers", "x"),
          "python -m gateway serve: error: argument --workers: expected a whole number of at"),
-        ("builder.demo", ("--port", "x"),
-         "python -m builder.demo: error: argument --port: expected a port 1-65535, got 'x'"),
+        ("demo", ("--port", "x"),
+         "python -m demo: error: argument --port: expected a port 1-65535, got 'x'"),
         ("builder.fleet", ("--nonsense",),
          "python -m builder.fleet: error: unrecognized arguments: --nonsense"),
         ("builder.fleet", ("--ports", "8001,x"),

@@ -3,7 +3,7 @@
 - Run outside the repository (a temporary cwd, ``FXEV_HOME`` unset), a command that reads a store
   refuses a home that lacks it: one line on stderr naming the resolved path, exit 1, and no
   ``./var`` created (``docs/operating/cli.md``).
-- ``make run`` on a taken port (``python -m builder.demo --serve --port P``, as ``make run
+- ``make run`` on a taken port (``python -m demo --serve --port P``, as ``make run
   PORT=P`` runs it) is one line and exit 1 before the token store changes.
 - Every option and positional of every command has a help line; ``fxev --help`` shows no
   reStructuredText markup; ``token issue``'s "shown once" notice is a plain note, not an error.
@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from builder import demo
+import demo
 from builder.cli import build_parser
 
 TIMEOUT = 120
@@ -150,7 +150,7 @@ def test_make_run_on_a_taken_port_stops_before_any_token_changes(
             neighbour.bind(("127.0.0.1", taken_port + 1))
             neighbour.listen()
         done = subprocess.run(
-            [sys.executable, "-m", "builder.demo", "--serve", "--port", str(taken_port)],
+            [sys.executable, "-m", "demo", "--serve", "--port", str(taken_port)],
             cwd=tmp_path,
             env=env,
             capture_output=True,

@@ -104,7 +104,7 @@ def copy_demo(demo_home: Path, base: Path, **settings: str) -> tuple[dict[str, s
 def seed_demo(base: Path) -> dict[str, str]:
     env = home_env(base)
     done = subprocess.run(
-        [sys.executable, "-m", "builder.demo"],
+        [sys.executable, "-m", "demo"],
         env=env,
         cwd=ROOT,
         capture_output=True,

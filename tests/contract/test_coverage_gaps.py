@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from builder.demo import local_source
+from demo import local_source
 from tests.contract.conftest import Gateway, _running, fxev, home_env, issue_token
 from tests.support.ports import free_port
 

@@ -20,7 +20,7 @@ import orjson
 import pytest
 import requests
 
-from builder.demo import local_source
+from demo import local_source
 from gateway.handlers.routes import ROUTES
 from gateway.http.head import HEAD_MAX
 from tests.contract.conftest import Gateway, _running, copy_demo, fxev, issue_token, ledger_entries

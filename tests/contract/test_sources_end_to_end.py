@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 import pytest
 
-from builder.demo import CENTRALBANK_SEED, local_source
+from demo import CENTRALBANK_SEED, local_source
 from tests.builder.test_cli_backfill_end_to_end import saved_month
 from tests.contract.conftest import ROOT, Gateway, _running, copy_demo, fxev
 

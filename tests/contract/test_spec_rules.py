@@ -228,7 +228,7 @@ def test_open_alerts_are_abierta_or_reconocida_and_all_lists_resuelta(
     listing = private_gateway.get("/v1/alerts").json()
     assert (listing["items"], listing["total"]) == ([], 0)
     everything = private_gateway.get("/v1/alerts?open=false").json()
-    # The demo's import resolved its three plausibilidad_baja alerts (builder.demo).
+    # The demo's import resolved its three plausibilidad_baja alerts (demo).
     assert [a["estado"] for a in everything["items"]] == ["resuelta"] * 4
     assert alert["id"] in {a["id"] for a in everything["items"]}
     assert everything["total"] == 4

@@ -1,6 +1,6 @@
 """Every shell example of the README and the docs, run against a real demo gateway.
 
-The demo is seeded as ``make run`` seeds it (``python -m builder.demo``, with the contract
+The demo is seeded as ``make run`` seeds it (``python -m demo``, with the contract
 tests' fixed ``FXEV_NOW``) and served by a real gateway on 127.0.0.1, once for this module. Each
 example (a ``sh`` block followed by the ``json`` or ``text`` answer it prints; the convention is
 in ``tests/docs/doc_examples.py``) runs in a fresh ``bash`` with ``FXEV_TOKEN`` set,

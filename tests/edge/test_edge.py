@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import requests
 
-from builder.demo import local_source
+from demo import local_source
 from gateway.http.sending import MALFORMED, NOT_ALLOWED, TOO_LARGE, repr_digest
 from tests.contract.conftest import fxev, ledger_entries
 from tests.contract.test_api import assert_api_error

@@ -25,7 +25,7 @@ import orjson
 import pytest
 import requests
 
-from builder.demo import local_source
+from demo import local_source
 from gateway.http.head import BODY_MAX, HEAD_MAX
 from gateway.http.sending import TOO_LARGE
 from gateway.ledger.reading import ledger_folder, read_entries, shown

@@ -32,7 +32,7 @@ import orjson
 import pytest
 import requests
 
-from builder.demo import local_source
+from demo import local_source
 from gateway.http.sending import repr_digest
 from gateway.ledger.reading import ledger_folder, read_entries, shown
 from tests.builder.localserver import LocalServer

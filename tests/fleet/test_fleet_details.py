@@ -199,7 +199,7 @@ def tamper_target(store_env: dict[str, str], kind: str) -> tuple[str, bytes]:
 
 def correct_a_published_date(operator: Host, fxev: Fxev) -> None:
     """Capture other values for the seed's first date (a correction), then build with the log."""
-    from builder.demo import local_source
+    from demo import local_source
 
     env = {"FXEV_HOME": str(operator.home), "FXEV_SITE": str(operator.site)}
     with local_source() as (base, answer):

@@ -19,13 +19,13 @@ import pytest
 import redis
 import requests
 
-from builder.demo import local_source
 from builder.fleet import GatewayHost, Topology, plan
 from builder.fleet.processes import CREDENTIALS
 from builder.objstore.s3 import ObjectStore
 from builder.store import mirrors
 from builder.store.mirrors import mirror_name
 from builder.tree.reader import TreeReader
+from demo import local_source
 from gateway.handlers.access import CATCH_UP_MARGIN_S
 from gateway.ledger.shipping import INTERVAL_VARIABLE, shipped_entries
 from tests.contract.conftest import NOW

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("builder", "gateway", "tokens", "verifier", "bench")
+PACKAGES = ("builder", "gateway", "tokens", "verifier", "demo", "bench")
 LINT = Path(sys.executable).with_name("lint-imports")
 # Source modules stay small; split by noun when one grows (docs/architecture.md).
 MAX_MODULE_LINES = 400
@@ -73,7 +73,10 @@ def test_every_contract_is_kept() -> None:
         ("verifier/client.py", "import builder.fleet.topology", "The consumer's verifier"),
         ("builder/tree/reader.py", "import builder.publish.writer", "The write side flows one"),
         ("tokens/store.py", "import gateway.errors", "Nothing imports the gateway"),
-        ("builder/demo.py", "import bench.wrk", "Nothing imports the benchmarks"),
+        ("demo/__init__.py", "import bench.wrk", "Nothing imports the benchmarks"),
+        ("demo/__init__.py", "import gateway.app", "Nothing imports the gateway"),
+        ("builder/fleet/topology.py", "import demo", "Nothing imports the demo"),
+        ("bench/serve.py", "import demo", "Nothing imports the demo"),
         ("builder/cli.py", "import tokens.cli", "The write side adds no token"),
         ("builder/publish/build.py", "import verifier.checks", "The write side adds no token"),
         ("gateway/http/sending.py", "import gateway.handlers.routes", "The gateway flows one way"),

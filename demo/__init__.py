@@ -190,7 +190,7 @@ def rotate_demo_token(settings: Settings) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="python -m builder.demo",
+        prog="python -m demo",
         description="make run's demo: seed FXEV_HOME, build FXEV_SITE, optionally serve it",
     )
     parser.add_argument(
@@ -238,7 +238,3 @@ def run(args: argparse.Namespace) -> int:
     command = [sys.executable, "-m", "gateway", "serve", "--host", HOST, "--port", str(args.port)]
     os.execv(sys.executable, command)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
