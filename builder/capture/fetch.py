@@ -245,14 +245,15 @@ def _read(
         # What arrived: the decoded prefix, or the raw bytes when nothing decoded.
         return bytes(out) if out else b"".join(raw_chunks)[:limit]
 
-    def failure(kind: str, message: str) -> FetchFailure:
+    def failure(kind: str, message: str, cut: bool = False) -> FetchFailure:
         # Truncated, but for the whole raw body kept because none of it decoded (an unknown or
-        # broken coding): those are all the bytes the source sent.
-        whole = not out and ended and sum(map(len, raw_chunks)) <= limit
+        # broken coding): those are all the bytes the source sent, unless ``cut`` short.
+        whole = not cut and not out and ended and sum(map(len, raw_chunks)) <= limit
         return FetchFailure(kind, message, exchange(kept(), truncated=not whole))
 
     def past_deadline() -> FetchFailure:
-        return failure(FUENTE_NO_DISPONIBLE, deadline.message(len(kept())))
+        # Always cut: the watchdog's shutdown of the socket can read as a clean end.
+        return failure(FUENTE_NO_DISPONIBLE, deadline.message(len(kept())), cut=True)
 
     try:
         decoder = _decoder(response.headers.get("Content-Encoding"))
@@ -268,11 +269,7 @@ def _read(
                 ended = True
                 break
             raw_chunks.append(chunk)
-            if unsupported is not None:
-                if sum(map(len, raw_chunks)) > limit:
-                    break
-                continue
-            data = chunk
+            data = chunk if unsupported is None else b""  # an unknown coding: kept raw
             while data:
                 try:
                     piece = decoder.decompress(data, limit + 1 - len(out)) if decoder else data
@@ -291,6 +288,8 @@ def _read(
                         exchange(bytes(out), truncated=True),
                     )
                 data = decoder.unconsumed_tail if decoder else b""
+            if unsupported is not None and sum(map(len, raw_chunks)) > limit:
+                break  # kept raw, and over the cap: no more reads
     except FetchFailure:
         raise
     except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as error:

@@ -89,9 +89,9 @@ def clock_offset_s(clock: datetime, source_date: datetime) -> float:
 def clock_out_of_tolerance(offset_s: float, tolerance_s: float) -> bool:
     """Whether the clocks are surely further apart than ``tolerance_s``. The ``Date`` header
     has whole seconds, cut from the source's instant, so the true offset lies in
-    ``(offset_s - 1, offset_s]``: one more second is allowed when our clock reads ahead of the
-    source's, none when it reads behind."""
-    return offset_s > tolerance_s + 1 or offset_s < -tolerance_s
+    ``(offset_s - 1, offset_s]``: it is surely beyond the tolerance from ``tolerance_s + 1``
+    when our clock reads ahead of the source's, from past ``tolerance_s`` when it reads behind."""
+    return offset_s >= tolerance_s + 1 or offset_s < -tolerance_s
 
 
 def check_clock(

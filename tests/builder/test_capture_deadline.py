@@ -93,6 +93,25 @@ def test_a_dripping_body_ends_by_the_deadline_with_its_bytes_kept_as_truncated(
     assert evidence.headers and evidence.content_type == "text/plain"
 
 
+def test_a_dripping_body_that_cannot_be_decoded_is_still_kept_as_truncated(
+    stores: Stores, deadline_settings: Settings
+) -> None:
+    """Labelled gzip, it fails to decode at its second byte and is read on raw: the deadline
+    still cuts it, and the watchdog's shutdown, which can read as a clean end, never makes the
+    bytes kept so far pass for the whole body."""
+    headers = {"Content-Type": "text/plain", "Content-Encoding": "gzip"}
+    with LocalServer(body=DOCUMENTED, headers=headers) as server:
+        server.set(drip_s=DRIP_S)
+        result, elapsed = timed(
+            lambda: capture_taxauth_txt(stores, deadline_settings, NOW, url=server.url)
+        )
+
+    assert_deadline_failure(result, elapsed)
+    evidence, kept = the_evidence(stores, result)
+    assert (evidence.http_status, evidence.truncated) == (200, True)
+    assert 0 < len(kept) < len(DOCUMENTED) and DOCUMENTED.startswith(kept), kept
+
+
 def test_fxev_capture_against_a_dripping_source_ends_by_the_deadline(
     dripping: LocalServer, tmp_path: Path
 ) -> None:

@@ -124,9 +124,9 @@ def test_the_struct_passed_to_the_kernel_has_its_64_bit_linux_layout() -> None:
     ("offset_s", "alert"),
     [
         (0, False),
-        (-0.999, False),  # the same clock, read against a Date cut to its second
-        (61, False),  # ahead by 60.0 to 61: one second may be the Date's rounding
-        (61.001, True),
+        (0.999, False),  # the same clock, read against a Date cut to its second
+        (60.999, False),  # ahead by 59.999 to 60.999: one second may be the Date's rounding
+        (61, True),  # ahead by more than 60 at least
         (-60, False),
         (-60.5, True),  # behind by 60.5 at least: the Date's rounding only makes it more
         (-61, True),

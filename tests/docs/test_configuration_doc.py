@@ -22,7 +22,7 @@ PAGE = ROOT / "docs" / "operating" / "configuration.md"
 TABLES = (ROOT / "README.md", PAGE)  # every setting in each
 VARIABLE = re.compile(r"\bFXEV_[A-Z0-9_]+\b")
 # Packages whose every FXEV_* variable must be documented somewhere in docs/.
-PACKAGES = ("builder", "gateway", "tokens", "verifier")
+PACKAGES = ("builder", "gateway", "tokens", "verifier", "demo")
 
 
 def documented(page: Path = PAGE) -> dict[str, str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from builder.core import vocabulary
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("builder", "gateway", "tokens", "verifier")
+PACKAGES = ("builder", "gateway", "tokens", "verifier", "demo")
 HOME = ROOT / "builder" / "core" / "vocabulary.py"
 # Words no other use shares; "ok", "fallo" and the source names are ordinary words elsewhere.
 SPELT_ONCE = frozenset(

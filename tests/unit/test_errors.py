@@ -25,7 +25,7 @@ from builder.core.errors import (
 )
 
 DOC = errors.__doc__ or ""
-FXEV_PACKAGES = {"builder", "gateway", "tokens", "verifier", "bench"}
+FXEV_PACKAGES = {"builder", "gateway", "tokens", "verifier", "demo", "bench"}
 # Where each error the docstring names under "Where the package errors hang" is defined.
 MODULES = (
     "builder.capture.backfill",

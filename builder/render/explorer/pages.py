@@ -14,15 +14,17 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from jinja2 import meta
 
-from builder.ops.alerts import Alert
 from builder.render.explorer.calendar import WEEKDAY_HEADERS, YearCalendar
 from builder.render.explorer.chart import Chart
 from builder.tree.revision import EvidenceMeta
+
+if TYPE_CHECKING:
+    from builder.ops.alerts import Alert
 
 ALERTS_MARKER = b"<!--fxev:alertas-->"
 FRESHNESS_MARKER = b"<!--fxev:frescura-->"
