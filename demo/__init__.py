@@ -1,7 +1,7 @@
 """``make run``: seed an empty home with real data and a few local captures, then build.
 
-1. Import the tax authority's real 2021-2026 history (``data/seed``, derived from the recorded
-   fixture; its justification names the origin) as ``importado`` observations. Three of its
+1. Import the tax authority's real 2021-2026 history (``builder/data/seed``, derived from the
+   recorded fixture; its justification names the origin) as ``importado`` observations. Three of its
    values are odd but what the source published (docs/sources.md): each is marked
    ``plausibilidad_baja`` with an alert, which the demo's operator resolves as reviewed.
 2. Capture, from a local HTTP server on 127.0.0.1, files in the documented shape so that evidence,
