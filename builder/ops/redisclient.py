@@ -9,7 +9,7 @@ client is made: a host with no ``FXEV_REDIS_URL`` never loads it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import redis
@@ -26,11 +26,7 @@ def connect(
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    if retry_once:
-        return redis.Redis.from_url(
-            url,
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            retry=Retry(NoBackoff(), 1),
-        )
-    return redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    options: dict[str, Any] = {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s}
+    if retry_once:  # otherwise redis-py's own retry policy
+        options["retry"] = Retry(NoBackoff(), 1)
+    return redis.Redis.from_url(url, **options)
